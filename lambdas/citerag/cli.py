@@ -1,0 +1,366 @@
+"""The `citerag` command line: ingest, search, ask, bench, status.
+
+Every command takes --index PATH and --json. Errors print one specific line (or {"error": ...} with
+--json) and exit with status 1; no tracebacks for anything a user can cause.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from citerag.errors import CiteragError
+from citerag.settings import Components, Settings
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Answers with verifiable citations.")
+out = Console()
+err = Console(stderr=True)
+
+IndexOpt = Annotated[Path | None, typer.Option("--index", help="index file (default: per-user data dir)")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="machine-readable output")]
+NamespaceOpt = Annotated[str | None, typer.Option("--namespace", help="index namespace")]
+
+
+def _components(index: Path | None, namespace: str | None = None, **extra: Any) -> Components:
+    overrides: dict[str, Any] = {k: v for k, v in extra.items() if v is not None}
+    if index is not None:
+        overrides["index_path"] = index
+    if namespace is not None:
+        overrides["namespace"] = namespace
+    return Components(Settings(**overrides))
+
+
+@contextmanager
+def _errors(as_json: bool):
+    try:
+        yield
+    except CiteragError as exc:
+        _fail(str(exc), as_json)
+    except ImportError as exc:
+        _fail(str(exc), as_json)
+    except KeyboardInterrupt:
+        _fail("interrupted; the index keeps every document that finished", as_json, code=130)
+
+
+def _fail(message: str, as_json: bool, code: int = 1) -> None:
+    if as_json:
+        print(json.dumps({"error": message}, ensure_ascii=False))
+    else:
+        err.print(f"[bold red]Error:[/] {message}", highlight=False)
+    raise typer.Exit(code)
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=err, transient=True,
+    )
+
+
+def samples_dir() -> Path:
+    return Path(str(resources.files("citerag") / "samples"))
+
+
+# --- ingest --------------------------------------------------------------------------------------------------
+
+
+@app.command()
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="files or folders")],
+    sync: Annotated[bool, typer.Option("--sync", help="also remove documents whose files are gone")] = False,
+    meta: Annotated[list[str] | None, typer.Option("--meta", help="key=value added to every chunk")] = None,
+    index: IndexOpt = None,
+    namespace: NamespaceOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Index PDF, Markdown, HTML and text files. Unchanged files are skipped."""
+    with _errors(as_json):
+        extra = _parse_meta(meta or [])
+        comps = _components(index, namespace)
+        results = _ingest(comps, paths, sync=sync, extra=extra, quiet=as_json)
+        counts = {s: sum(1 for r in results if r.status == s)
+                  for s in ("added", "replaced", "unchanged", "removed", "skipped", "failed")}
+        if as_json:
+            print(json.dumps({"summary": counts, "embedded": comps.embedder.misses,
+                              "results": [r.model_dump() for r in results]}, ensure_ascii=False))
+        else:
+            _print_ingest(results, counts, comps.embedder.misses)
+        if counts["failed"] and not (counts["added"] or counts["replaced"] or counts["unchanged"]):
+            raise typer.Exit(1)
+
+
+def _ingest(comps: Components, paths: list[Path], *, sync: bool, extra: dict, quiet: bool):
+    ingestor = comps.ingestor(extra)
+    with _progress() as progress:
+        task = progress.add_task("Ingesting", total=None)
+
+        def on_start(n: int) -> None:
+            progress.update(task, total=n)
+
+        def on_file(r) -> None:
+            progress.advance(task)
+
+        return ingestor.ingest_paths(paths, sync=sync, on_start=on_start, on_file=on_file)
+
+
+def _print_ingest(results, counts: dict[str, int], embedded: int) -> None:
+    for r in results:
+        if r.status in ("failed", "skipped"):
+            colour = "red" if r.status == "failed" else "yellow"
+            out.print(f"[{colour}]{r.status}[/] {_display(r.source)}: {r.reason}", highlight=False)
+        elif r.status != "unchanged":
+            out.print(f"[green]{r.status}[/] {_display(r.source)} ({r.chunks} chunks)", highlight=False)
+    summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+    out.print(f"[bold]{summary or 'nothing to do'}[/]; {embedded} passages embedded", highlight=False)
+
+
+def _display(uri: str) -> str:
+    from citerag.ingestion import uri_to_path
+
+    p = uri_to_path(uri)
+    if p is None:
+        return uri
+    try:
+        return str(p.relative_to(Path.cwd()))
+    except ValueError:
+        return str(p)
+
+
+def _parse_meta(items: list[str]) -> dict[str, Any]:
+    extra: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise CiteragError(f"--meta {item!r}: write key=value")
+        extra[key.strip()] = [v for v in value.split(",") if v] if "," in value else value
+    return extra
+
+
+# --- search --------------------------------------------------------------------------------------------------
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help="what to look for")],
+    top_k: Annotated[int, typer.Option("--top-k", min=1, max=100)] = 5,
+    filter_: Annotated[list[str] | None, typer.Option("--filter", help="key=value, key>=n or JSON")] = None,
+    mode: Annotated[str, typer.Option("--mode", help="hybrid, dense or bm25")] = "hybrid",
+    index: IndexOpt = None,
+    namespace: NamespaceOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Hybrid search; prints passages with their source ids."""
+    from citerag.search.filters import parse_cli
+    from citerag.search.pipeline import validate_query
+
+    with _errors(as_json):
+        validate_query(query)
+        if mode not in ("hybrid", "dense", "bm25"):
+            raise CiteragError(f"--mode {mode!r}: choose hybrid, dense or bm25")
+        flt = parse_cli(filter_ or [])
+        comps = _components(index, namespace)
+        outcome = comps.pipeline().search(query, top_k=top_k, flt=flt, namespace=comps.settings.namespace,
+                                          mode=mode)  # type: ignore[arg-type]
+        rows = [
+            {"source_id": f"S{i}", "text": h.text, "score": h.score, "uri": h.uri, "title": h.title,
+             "page": h.page, "doc_id": h.doc_id, "section": h.section, "relevant": h.relevant}
+            for i, h in enumerate(outcome.hits, start=1)
+        ]
+        if as_json:
+            print(json.dumps(rows, ensure_ascii=False))
+            return
+        if not rows:
+            out.print("No results. Is anything ingested? Try: citerag status")
+            return
+        for r in rows:
+            where = _where(r)
+            out.print(f"[bold cyan]{r['source_id']}[/] {r['score']:.3f}  [bold]{r['title']}[/]  {where}",
+                      highlight=False)
+            out.print(f"   {_one_line(r['text'], 300)}", highlight=False)
+
+
+def _where(r: dict) -> str:
+    loc = _display(r["uri"])
+    if r.get("page"):
+        loc += f", page {r['page']}"
+    elif r.get("section"):
+        loc += f", {r['section']}"
+    return loc
+
+
+def _one_line(text: str, n: int) -> str:
+    t = " ".join(text.split())
+    return t if len(t) <= n else t[: n - 1] + "…"
+
+
+# --- ask -----------------------------------------------------------------------------------------------------
+
+
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="your question")],
+    filter_: Annotated[list[str] | None, typer.Option("--filter", help="key=value, key>=n or JSON")] = None,
+    index: IndexOpt = None,
+    namespace: NamespaceOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Answer from the indexed documents, with a citation (file and page) for every sentence."""
+    from citerag.agent.embedded import EmbeddedAnswerer
+    from citerag.search.filters import parse_cli
+    from citerag.search.pipeline import validate_query
+
+    with _errors(as_json):
+        validate_query(question)
+        flt = parse_cli(filter_ or [])
+        comps = _components(index, namespace)
+        _ensure_samples(comps, quiet=as_json)
+        pipeline = comps.pipeline(expand_parents=True)
+        answer = EmbeddedAnswerer(pipeline, budget_bytes=comps.settings.response_budget_bytes).ask(
+            question, flt=flt, namespace=comps.settings.namespace
+        )
+        if as_json:
+            print(json.dumps({"answer": answer.text, "answered": answer.answered,
+                              "citations": answer.flat_citations()}, ensure_ascii=False))
+            return
+        out.print(answer.text, highlight=False)
+        if answer.sources:
+            out.print()
+            out.print("[bold]Sources[/]")
+            for s in answer.sources:
+                page = f", page {s.page}" if s.page else ""
+                out.print(f" [bold cyan]\\[{s.source_id}][/] {_display(s.uri)}{page} — {s.title}", highlight=False)
+                out.print(f"      “{_one_line(s.excerpt, 200)}”", highlight=False)
+
+
+def _ensure_samples(comps: Components, quiet: bool) -> None:
+    """On first use (empty index) ingest the bundled sample documents so `ask` works out of the box."""
+    ns = comps.settings.namespace
+    if comps.index.list_documents(ns):
+        return
+    folder = samples_dir()
+    if not quiet:
+        err.print(f"[dim]The index is empty: indexing the bundled sample documents from {folder} ...[/]")
+    results = _ingest(comps, [folder], sync=False, extra={}, quiet=quiet)
+    failed = [r for r in results if r.status == "failed"]
+    if failed:
+        raise CiteragError(f"could not index the sample {failed[0].source}: {failed[0].reason}")
+
+
+# --- status --------------------------------------------------------------------------------------------------
+
+
+@app.command()
+def status(index: IndexOpt = None, as_json: JsonOpt = False) -> None:
+    """Documents, chunks, namespaces and size of the index."""
+    with _errors(as_json):
+        comps = _components(index)
+        path = comps.settings.resolved_index_path
+        if not path.exists():
+            raise CiteragError(f"no index at {path}; run: citerag ingest PATH")
+        from citerag.search.sqlite_index import SqliteIndex
+
+        idx = SqliteIndex(path)
+        spaces = idx.namespaces()
+        data = {
+            "index": str(path),
+            "documents": sum(v["documents"] for v in spaces.values()),
+            "chunks": sum(v["chunks"] for v in spaces.values()),
+            "namespaces": {(k or "(default)"): v for k, v in spaces.items()},
+            "size_bytes": idx.size_bytes(),
+        }
+        if as_json:
+            print(json.dumps(data, ensure_ascii=False))
+            return
+        out.print(f"[bold]{data['index']}[/]  {data['size_bytes'] / 1e6:.1f} MB", highlight=False)
+        out.print(f"{data['documents']} documents, {data['chunks']} chunks")
+        for name, v in data["namespaces"].items():
+            out.print(f"  namespace {name}: {v['documents']} documents, {v['chunks']} chunks", highlight=False)
+
+
+# --- bench ---------------------------------------------------------------------------------------------------
+
+
+@app.command()
+def bench(
+    dataset: Annotated[Path, typer.Argument(help="folder with corpus.jsonl, queries.jsonl, qrels.tsv")],
+    mode: Annotated[str, typer.Option("--mode", help="bm25, dense, hybrid or all")] = "all",
+    qrels: Annotated[Path | None, typer.Option("--qrels", help="another qrels file of the dataset")] = None,
+    fusion: Annotated[str | None, typer.Option("--fusion", help="rrf or convex (default: settings)")] = None,
+    alpha: Annotated[float | None, typer.Option("--alpha", min=0.0, max=1.0)] = None,
+    sweep: Annotated[bool, typer.Option("--sweep", help="also compare fusion methods and alphas")] = False,
+    index: IndexOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """nDCG@10, Recall@5/100, MRR@10 and latency for bm25, dense and hybrid retrieval."""
+    from citerag.search import bench as b
+
+    with _errors(as_json):
+        modes = b.MODES if mode == "all" else (mode,)
+        if any(m not in b.MODES for m in modes):
+            raise CiteragError(f"--mode {mode!r}: choose bm25, dense, hybrid or all")
+        if fusion not in (None, "rrf", "convex"):
+            raise CiteragError(f"--fusion {fusion!r}: choose rrf or convex")
+        ds = b.load_dataset(dataset, qrels)
+        comps = _components(None, fusion=fusion, alpha=alpha)
+        path = index or comps.settings.data_dir / "bench" / f"{ds.name}.sqlite"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with _progress() as progress:
+            tasks: dict[str, Any] = {}
+
+            def tick(stage: str, done: int, total: int) -> None:
+                if stage not in tasks:
+                    tasks[stage] = progress.add_task(f"{ds.name}: {stage}", total=total)
+                progress.update(tasks[stage], completed=done)
+
+            idx, build_s, embedded = b.build_index(ds, comps.embedder, path, tick)
+            results = b.run(ds, comps.embedder, idx, comps.settings.search_config(), modes, tick)
+            sweep_res = b.fusion_sweep(ds, comps.embedder, idx) if sweep else None
+        for m in results.values():
+            m["index_build_s"] = build_s
+        cfg = comps.settings.search_config()
+        meta = {"dataset": ds.name, "qrels": str(qrels or "qrels.tsv"), "documents": len(ds.corpus),
+                "embedded_now": embedded, "index_build_s": build_s,
+                "fusion": cfg.fusion, "alpha": cfg.alpha}
+        if as_json:
+            payload: dict[str, Any] = dict(results)
+            payload["_run"] = meta
+            if sweep_res:
+                payload["_fusion_sweep"] = sweep_res
+            print(json.dumps(payload))
+            return
+        table = Table(title=f"{ds.name} ({len(ds.corpus)} docs, {results[modes[0]]['queries']} queries)")
+        for col in ("mode", "nDCG@10", "Recall@5", "Recall@100", "MRR@10", "p50 ms", "p95 ms"):
+            table.add_column(col, justify="right" if col != "mode" else "left")
+        for m, r in results.items():
+            table.add_row(m, *(f"{r[k]:.4f}" for k in ("ndcg@10", "recall@5", "recall@100", "mrr@10")),
+                          f"{r['p50_ms']:.1f}", f"{r['p95_ms']:.1f}")
+        out.print(table)
+        out.print(f"index build {build_s:.1f} s ({embedded} passages embedded now, the rest from the cache); "
+                  f"hybrid = {cfg.fusion}" + (f" alpha {cfg.alpha}" if cfg.fusion == "convex" else ""))
+        if sweep_res:
+            st = Table(title="fusion comparison")
+            for col in ("fusion", "nDCG@10", "Recall@5", "Recall@100", "MRR@10"):
+                st.add_column(col)
+            for name, r in sweep_res.items():
+                st.add_row(name, *(f"{r[k]:.4f}" for k in ("ndcg@10", "recall@5", "recall@100", "mrr@10")))
+            out.print(st)
+
+
+def main() -> None:
+    try:
+        app()
+    except BrokenPipeError:  # `citerag search ... | head`
+        sys.stderr.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+"""Sentence-aware chunking (Japanese and English) within a size budget, with overlap; parent = section."""
+
+from __future__ import annotations
+
+from citerag.documents.model import Chunk, LoadedDocument
+from citerag.documents.text import Span, detect_language, split_sentences
+
+DEFAULT_CHUNK_CHARS = 600
+DEFAULT_OVERLAP_CHARS = 120
+
+
+def chunk_document(
+    doc: LoadedDocument,
+    *,
+    max_chars: int = DEFAULT_CHUNK_CHARS,
+    overlap_chars: int = DEFAULT_OVERLAP_CHARS,
+) -> list[Chunk]:
+    chunks: list[Chunk] = []
+    for s_index, section in enumerate(doc.sections):
+        parent_id = f"{doc.doc_id}#p{section.page}" if section.page else f"{doc.doc_id}#s{s_index}"
+        lang = detect_language(section.text)
+        for start, end in chunk_spans(section.text, max_chars=max_chars, overlap_chars=overlap_chars):
+            idx = len(chunks)
+            chunks.append(
+                Chunk(
+                    id=f"{doc.doc_id}#{idx}",
+                    doc_id=doc.doc_id,
+                    parent_id=parent_id,
+                    text=section.text[start:end],
+                    source_uri=doc.source_uri,
+                    title=doc.title,
+                    page=section.page,
+                    section=section.section,
+                    content_hash=doc.content_hash,
+                    char_start=start,
+                    char_end=end,
+                    chunk_index=idx,
+                    lang=lang,
+                )
+            )
+    return chunks
+
+
+def chunk_spans(text: str, *, max_chars: int, overlap_chars: int) -> list[tuple[int, int]]:
+    """(start, end) character ranges: whole sentences packed up to max_chars; the next chunk starts with
+    the trailing sentences of the previous one (up to overlap_chars) so an answer spanning a boundary is
+    still found. A sentence longer than max_chars is cut at whitespace where possible."""
+    if max_chars <= 0:
+        raise ValueError("max_chars must be positive")
+    sentences = _bounded(split_sentences(text), max_chars)
+    if not sentences:
+        return []
+    spans: list[tuple[int, int]] = []
+    i = 0
+    while i < len(sentences):
+        j = i
+        while j + 1 < len(sentences) and sentences[j + 1].end - sentences[i].start <= max_chars:
+            j += 1
+        spans.append((sentences[i].start, sentences[j].end))
+        if j + 1 >= len(sentences):
+            break
+        # Step back over trailing sentences that fit in the overlap, but always make progress.
+        k = j + 1
+        while k - 1 > i and sentences[j].end - sentences[k - 1].start <= overlap_chars:
+            k -= 1
+        i = k
+    return spans
+
+
+def _bounded(sentences: list[Span], max_chars: int) -> list[Span]:
+    out: list[Span] = []
+    for s in sentences:
+        start = s.start
+        while s.end - start > max_chars:
+            window = s.text[start - s.start : start - s.start + max_chars]
+            cut = window.rfind(" ")
+            cut = cut if cut > max_chars // 2 else max_chars
+            piece = window[:cut].rstrip()
+            out.append(Span(start, start + len(piece), piece))
+            start += cut
+            while start < s.end and s.text[start - s.start].isspace():
+                start += 1
+        if start < s.end:
+            out.append(Span(start, s.end, s.text[start - s.start :]))
+    return out

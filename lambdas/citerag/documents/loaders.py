@@ -1,0 +1,331 @@
+"""Loaders: turn a file's bytes into a LoadedDocument with parent sections (PDF pages, headings).
+
+Every failure raises DocumentError with a message that names the problem and, where there is one, the fix.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import re
+from collections.abc import Callable
+from html.parser import HTMLParser
+from pathlib import Path, PurePosixPath
+
+from citerag.documents.model import LoadedDocument, Section, content_hash_of, doc_id_for
+from citerag.errors import DocumentError
+
+SUPPORTED_SUFFIXES = {
+    ".pdf": "pdf",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".html": "html",
+    ".htm": "html",
+    ".txt": "text",
+    ".text": "text",
+}
+
+DEFAULT_MAX_BYTES = 200 * 1024 * 1024
+DEFAULT_MAX_PAGES = 5000
+
+
+def kind_for(name: str) -> str:
+    suffix = PurePosixPath(name).suffix.lower()
+    kind = SUPPORTED_SUFFIXES.get(suffix)
+    if kind is None:
+        shown = suffix or "(no extension)"
+        raise DocumentError(
+            f"unsupported file type {shown}; supported: {', '.join(sorted(set(SUPPORTED_SUFFIXES)))}"
+        )
+    return kind
+
+
+def load_path(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES, max_pages: int = DEFAULT_MAX_PAGES):
+    """Load a local file. The source URI is the absolute file:// URI."""
+    kind = kind_for(path.name)
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise DocumentError("no such file") from None
+    except PermissionError:
+        raise DocumentError("cannot read: permission denied") from None
+    if size > max_bytes:
+        raise DocumentError(f"file is too large ({size:,} bytes; the limit is {max_bytes:,})")
+    try:
+        data = path.read_bytes()
+    except PermissionError:
+        raise DocumentError("cannot read: permission denied") from None
+    except IsADirectoryError:
+        raise DocumentError("is a directory, not a file") from None
+    except OSError as exc:
+        raise DocumentError(f"cannot read: {exc.strerror or exc}") from None
+    return load_bytes(data, path.resolve().as_uri(), path.name, kind=kind, max_pages=max_pages)
+
+
+def load_bytes(
+    data: bytes,
+    source_uri: str,
+    name: str,
+    *,
+    kind: str | None = None,
+    max_pages: int = DEFAULT_MAX_PAGES,
+) -> LoadedDocument:
+    """Load a document from bytes (used for local files and S3 objects alike)."""
+    kind = kind or kind_for(name)
+    if not data:
+        raise DocumentError("file is empty")
+    loader: Callable[[bytes, str, int], tuple[str | None, list[Section]]] = _LOADERS[kind]
+    title, sections = loader(data, name, max_pages)
+    sections = [s for s in sections if s.text.strip()]
+    if not sections:
+        raise DocumentError("no text found in the file")
+    stem = PurePosixPath(name).stem
+    return LoadedDocument(
+        source_uri=source_uri,
+        title=(title or stem).strip()[:300] or stem,
+        doc_id=doc_id_for(source_uri),
+        content_hash=content_hash_of(data),
+        kind=kind,
+        sections=sections,
+    )
+
+
+# --- PDF ---------------------------------------------------------------------------------------------------
+
+
+def _load_pdf(data: bytes, name: str, max_pages: int) -> tuple[str | None, list[Section]]:
+    from pypdf import PdfReader
+    from pypdf.errors import FileNotDecryptedError, PdfReadError, PdfStreamError
+
+    # pypdf logs recoverable damage as warnings; keep the CLI output clean, errors still raise.
+    logging.getLogger("pypdf").setLevel(logging.ERROR)
+    if not data.lstrip()[:5].startswith(b"%PDF"):
+        raise DocumentError("not a PDF file (missing %PDF header); the file is corrupt or misnamed")
+    try:
+        reader = PdfReader(io.BytesIO(data))
+        if reader.is_encrypted:
+            # Many "encrypted" PDFs only restrict printing and open with an empty user password.
+            try:
+                if not reader.decrypt(""):
+                    raise DocumentError("PDF is password-protected; remove the password and ingest it again")
+            except (FileNotDecryptedError, NotImplementedError) as exc:
+                raise DocumentError(
+                    "PDF is password-protected; remove the password and ingest it again"
+                ) from exc
+        n_pages = len(reader.pages)
+    except DocumentError:
+        raise
+    except (PdfReadError, PdfStreamError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise DocumentError(f"PDF is corrupt and cannot be read ({type(exc).__name__}: {exc})") from None
+    except Exception as exc:  # pypdf raises a wide range on damaged files
+        raise DocumentError(f"PDF is corrupt and cannot be read ({type(exc).__name__})") from None
+    if n_pages == 0:
+        raise DocumentError("PDF has no pages")
+    if n_pages > max_pages:
+        raise DocumentError(f"PDF has {n_pages:,} pages; the limit is {max_pages:,}")
+    sections: list[Section] = []
+    for i, page in enumerate(reader.pages, start=1):
+        try:
+            text = page.extract_text() or ""
+        except Exception as exc:
+            raise DocumentError(f"PDF page {i} is corrupt ({type(exc).__name__})") from None
+        sections.append(Section(text=unwrap_lines(_tidy(text)), page=i))
+    if not any(s.text.strip() for s in sections):
+        raise DocumentError(
+            f"PDF has {n_pages} page(s) but no text layer (scanned images?); run OCR on it first"
+        )
+    title = None
+    try:
+        meta = reader.metadata
+        if meta and meta.title and str(meta.title).strip():
+            title = str(meta.title)
+    except Exception:  # a broken info dictionary is not worth losing the document over
+        title = None
+    return title, sections
+
+
+_TERMINAL = tuple("。！？.!?:：」』）)")
+
+
+def unwrap_lines(text: str) -> str:
+    """Join lines that a PDF wrapped because they were full, so sentences come out whole.
+
+    A line counts as wrapped when it is nearly as long as the page's long lines and does not end a
+    sentence; short lines (headings, list items) keep their breaks. Japanese joins without a space.
+    """
+    lines = text.split("\n")
+    lengths = sorted(len(line) for line in lines if line.strip())
+    if len(lengths) < 2:
+        return text
+    full = lengths[int(0.9 * (len(lengths) - 1))]
+    out: list[str] = []
+    for line in lines:
+        prev = out[-1] if out else None
+        if (prev and line and len(prev) >= 0.7 * full and not prev.rstrip().endswith(_TERMINAL)):
+            joiner = "" if (_is_cjk(prev[-1]) or _is_cjk(line[0])) else " "
+            out[-1] = prev.rstrip() + joiner + line.lstrip()
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
+def _is_cjk(ch: str) -> bool:
+    return "\u3000" <= ch <= "\u9fff" or "\uff00" <= ch <= "\uffef"
+
+
+# --- Markdown ------------------------------------------------------------------------------------------------
+
+_MD_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
+
+
+def _load_markdown(data: bytes, name: str, max_pages: int) -> tuple[str | None, list[Section]]:
+    text = _decode_utf8(data)
+    title: str | None = None
+    path: list[tuple[int, str]] = []
+    sections: list[Section] = []
+    buf: list[str] = []
+    in_fence = False
+
+    def flush() -> None:
+        body = _tidy("\n".join(buf))
+        # A heading directly followed by a sub-heading has no body of its own: its title lives on in the
+        # heading path of the sections below, and a heading-only chunk would only be search noise.
+        has_body = any(line.strip() for line in buf[1:]) if path else bool(body.strip())
+        if body.strip() and has_body:
+            heading = " > ".join(h for _, h in path) or None
+            sections.append(Section(text=body, section=heading))
+        buf.clear()
+
+    for line in text.splitlines():
+        if line.lstrip().startswith(("```", "~~~")):
+            in_fence = not in_fence
+        m = None if in_fence else _MD_HEADING.match(line)
+        if m:
+            flush()
+            level, heading = len(m.group(1)), _strip_md_inline(m.group(2))
+            if level == 1 and title is None:
+                title = heading
+            path = [(lv, h) for lv, h in path if lv < level] + [(level, heading)]
+            # The heading is part of the section text so a search for it finds the section.
+            buf.append(heading)
+        else:
+            buf.append(_strip_md_inline(line))
+    flush()
+    return title, sections
+
+
+def _strip_md_inline(s: str) -> str:
+    s = re.sub(r"!\[([^\]]*)\]\([^)]*\)", r"\1", s)
+    s = re.sub(r"\[([^\]]+)\]\([^)]*\)", r"\1", s)
+    s = re.sub(r"(\*\*|__|`)", "", s)
+    return s
+
+
+# --- HTML ----------------------------------------------------------------------------------------------------
+
+_BLOCK_TAGS = {
+    "p", "div", "br", "li", "tr", "section", "article", "header", "footer", "h1", "h2", "h3", "h4", "h5",
+    "h6", "pre", "blockquote", "table", "ul", "ol", "dd", "dt",
+}
+_SKIP_TAGS = {"script", "style", "noscript", "template", "svg", "nav"}
+_HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
+
+
+class _Readable(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.title: str | None = None
+        self._in_title = False
+        self._skip = 0
+        self._heading: int | None = None
+        self._heading_text: list[str] = []
+        self.sections: list[tuple[list[tuple[int, str]], list[str]]] = [([], [])]
+        self._path: list[tuple[int, str]] = []
+
+    def handle_starttag(self, tag: str, attrs) -> None:
+        if tag in _SKIP_TAGS:
+            self._skip += 1
+        elif tag == "title":
+            self._in_title = True
+        elif tag in _HEADINGS and not self._skip:
+            self._heading = _HEADINGS[tag]
+            self._heading_text = []
+        if tag in _BLOCK_TAGS:
+            self.sections[-1][1].append("\n")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in _SKIP_TAGS and self._skip:
+            self._skip -= 1
+        elif tag == "title":
+            self._in_title = False
+        elif tag in _HEADINGS and self._heading is not None:
+            heading = " ".join("".join(self._heading_text).split())
+            level = self._heading
+            self._heading = None
+            if heading:
+                self._path = [(lv, h) for lv, h in self._path if lv < level] + [(level, heading)]
+                self.sections.append((list(self._path), [heading, "\n"]))
+        if tag in _BLOCK_TAGS:
+            self.sections[-1][1].append("\n")
+
+    def handle_data(self, data: str) -> None:
+        if self._in_title:
+            self.title = (self.title or "") + data
+        elif self._skip:
+            return
+        elif self._heading is not None:
+            self._heading_text.append(data)
+        else:
+            self.sections[-1][1].append(data)
+
+
+def _load_html(data: bytes, name: str, max_pages: int) -> tuple[str | None, list[Section]]:
+    text = _decode_utf8(data)
+    parser = _Readable()
+    parser.feed(text)
+    parser.close()
+    sections = []
+    for path, parts in parser.sections:
+        body = _tidy("".join(parts))
+        heading_only = bool(path) and not _tidy("".join(parts[2:])).strip()
+        if body.strip() and not heading_only:
+            sections.append(Section(text=body, section=" > ".join(h for _, h in path) or None))
+    title = " ".join(parser.title.split()) if parser.title else None
+    return title, sections
+
+
+# --- plain text ----------------------------------------------------------------------------------------------
+
+
+def _load_text(data: bytes, name: str, max_pages: int) -> tuple[str | None, list[Section]]:
+    text = _tidy(_decode_utf8(data))
+    if not text.strip():
+        raise DocumentError("text file contains only whitespace")
+    return None, [Section(text=text)]
+
+
+# --- shared --------------------------------------------------------------------------------------------------
+
+
+def _decode_utf8(data: bytes) -> str:
+    if b"\x00" in data[:8192]:
+        raise DocumentError("looks like a binary file (contains NUL bytes), not text")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DocumentError(
+            f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
+            "convert it first, e.g. iconv -f SHIFT_JIS -t UTF-8"
+        ) from None
+
+
+def _tidy(text: str) -> str:
+    """Normalise line endings and runs of blank space, keep paragraph breaks."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
+    text = re.sub(r"[ \t\u00a0]+", " ", text)
+    text = re.sub(r" *\n *", "\n", text)
+    text = re.sub(r"\n{3,}", "\n\n", text)
+    return text.strip()
+
+
+_LOADERS = {"pdf": _load_pdf, "markdown": _load_markdown, "html": _load_html, "text": _load_text}

@@ -1,0 +1,62 @@
+"""Text utilities shared by chunking, sparse encoding and the answerer: normalisation, sentences, language."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+# Hiragana, katakana, CJK ideographs (incl. ext. A), half/full-width forms used in Japanese text.
+_CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
+CJK_RE = re.compile(f"[{_CJK}]")
+_JA_KANA_RE = re.compile(r"[\u3040-\u30ff]")
+
+# A sentence ends after Japanese or Latin terminal punctuation (plus closing quotes/brackets),
+# or at a newline. Latin '.' only counts when followed by whitespace, so "3.5" and "e.g.x" stay whole.
+_SENT_END_RE = re.compile(r"[。！？!?]+[」』）)\"']*|\.(?=\s)[\"')\]]*|\n+")
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    start: int
+    end: int
+    text: str
+
+
+def normalize(text: str) -> str:
+    """NFKC + lowercase: full-width Latin and half-width kana fold to one form."""
+    return unicodedata.normalize("NFKC", text).lower()
+
+
+def split_sentences(text: str) -> list[Span]:
+    """Split into sentences with character offsets into `text`. Whitespace-only pieces are dropped."""
+    spans: list[Span] = []
+    start = 0
+    for m in _SENT_END_RE.finditer(text):
+        end = m.end()
+        _append(spans, text, start, end)
+        start = end
+    _append(spans, text, start, len(text))
+    return spans
+
+
+def _append(spans: list[Span], text: str, start: int, end: int) -> None:
+    piece = text[start:end]
+    stripped = piece.strip()
+    if not stripped:
+        return
+    lead = len(piece) - len(piece.lstrip())
+    s = start + lead
+    spans.append(Span(s, s + len(stripped), stripped))
+
+
+def detect_language(text: str) -> str:
+    """'ja' when the text is written in Japanese, else 'en'. Kana is the tell; kanji alone could be Chinese."""
+    sample = text[:2000]
+    if not sample.strip():
+        return "en"
+    cjk = len(CJK_RE.findall(sample))
+    letters = sum(1 for ch in sample if ch.isalpha())
+    if letters and cjk / letters >= 0.2 and (_JA_KANA_RE.search(sample) or cjk / letters > 0.5):
+        return "ja"
+    return "en"

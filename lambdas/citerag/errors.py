@@ -1,0 +1,27 @@
+"""Errors a user can act on. Each carries a message meant to be shown as is, without a traceback."""
+
+from __future__ import annotations
+
+
+class CiteragError(Exception):
+    """Base class: the message is specific and safe to show to a user."""
+
+
+class DocumentError(CiteragError):
+    """A document could not be loaded (corrupt, encrypted, empty, unsupported...)."""
+
+
+class IndexError_(CiteragError):
+    """The index file is locked, corrupt, or otherwise unusable."""
+
+
+class FilterSyntaxError(CiteragError):
+    """A metadata filter is not valid Pinecone filter syntax."""
+
+
+class QueryError(CiteragError):
+    """A query is empty or otherwise unusable."""
+
+
+class DependencyError(CiteragError):
+    """An external dependency (embedding service, vector store, model) failed."""

@@ -1,0 +1,204 @@
+"""Ingestion: files -> documents -> chunks -> dense + sparse vectors -> one atomic replace per document.
+
+Unchanged files (same content hash) are skipped before parsing, so re-ingesting embeds nothing.
+A failure in one document never touches the index and never stops the rest of a batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import unquote, urlparse
+
+from pydantic import BaseModel
+
+from citerag.documents.chunking import chunk_document
+from citerag.documents.loaders import SUPPORTED_SUFFIXES, kind_for, load_bytes
+from citerag.documents.model import LoadedDocument, content_hash_of, doc_id_for
+from citerag.errors import CiteragError, DocumentError
+from citerag.search.embedders import CachedEmbedder
+from citerag.search.ports import DocumentInfo, Record
+from citerag.search.sparse import CorpusStats, encode_document, term_counts
+
+Status = Literal["added", "unchanged", "replaced", "failed", "removed", "skipped"]
+
+
+class IngestResult(BaseModel):
+    source: str
+    status: Status
+    chunks: int = 0
+    reason: str | None = None
+
+
+class Ingestor:
+    def __init__(
+        self,
+        embedder: CachedEmbedder,
+        index,
+        *,
+        namespace: str = "",
+        chunk_chars: int = 600,
+        overlap_chars: int = 120,
+        max_file_bytes: int = 200 * 1024 * 1024,
+        max_pages: int = 5000,
+        extra_metadata: dict[str, Any] | None = None,
+    ) -> None:
+        self.embedder = embedder
+        self.index = index
+        self.namespace = namespace
+        self.chunk_chars = chunk_chars
+        self.overlap_chars = overlap_chars
+        self.max_file_bytes = max_file_bytes
+        self.max_pages = max_pages
+        self.extra_metadata = extra_metadata or {}
+
+    # --- one document -------------------------------------------------------------------------------------
+
+    def ingest_bytes(self, data: bytes, source_uri: str, name: str, *, force: bool = False) -> IngestResult:
+        try:
+            kind_for(name)
+            if len(data) > self.max_file_bytes:
+                raise DocumentError(f"file is too large ({len(data):,} bytes; the limit is {self.max_file_bytes:,})")
+            doc_id = doc_id_for(source_uri)
+            existing = self.index.get_document(doc_id, self.namespace)
+            if existing and existing.content_hash == content_hash_of(data) and not force:
+                return IngestResult(source=source_uri, status="unchanged", chunks=existing.n_chunks)
+            doc = load_bytes(data, source_uri, name, max_pages=self.max_pages)
+            n = self._index_document(doc)
+        except CiteragError as exc:
+            return IngestResult(source=source_uri, status="failed", reason=str(exc))
+        return IngestResult(source=source_uri, status="replaced" if existing else "added", chunks=n)
+
+    def ingest_path(self, path: Path) -> IngestResult:
+        uri = path.resolve().as_uri() if path.exists() else path.absolute().as_uri()
+        try:
+            kind_for(path.name)
+            if not path.exists():
+                raise DocumentError("no such file")
+            if path.is_dir():
+                raise DocumentError("is a directory, not a file")
+            size = path.stat().st_size
+            if size > self.max_file_bytes:
+                raise DocumentError(f"file is too large ({size:,} bytes; the limit is {self.max_file_bytes:,})")
+            data = path.read_bytes()
+        except PermissionError:
+            return IngestResult(source=uri, status="failed", reason="cannot read: permission denied")
+        except OSError as exc:
+            return IngestResult(source=uri, status="failed", reason=f"cannot read: {exc.strerror or exc}")
+        except CiteragError as exc:
+            return IngestResult(source=uri, status="failed", reason=str(exc))
+        return self.ingest_bytes(data, uri, path.name)
+
+    def remove(self, source_uri: str) -> IngestResult:
+        n = self.index.delete_document(doc_id_for(source_uri), self.namespace)
+        return IngestResult(source=source_uri, status="removed", chunks=n)
+
+    def _index_document(self, doc: LoadedDocument) -> int:
+        chunks = chunk_document(doc, max_chars=self.chunk_chars, overlap_chars=self.overlap_chars)
+        if not chunks:
+            raise DocumentError("no text found in the file")
+        texts = [passage_text(c.title, c.text) for c in chunks]
+        vectors = self.embedder.embed_passages(texts)
+        counts = [term_counts(t) for t in texts]
+        stats = self.index.corpus_stats(self.namespace)
+        if not stats.n_docs:
+            # First document of a namespace: its own chunks set the average length.
+            stats = CorpusStats(n_docs=len(counts), total_len=sum(sum(c.values()) for c in counts))
+        records = []
+        for c, v, cnt in zip(chunks, vectors, counts, strict=True):
+            md = {**self.extra_metadata, **c.metadata(), "ingested_at": _now()}
+            records.append(
+                Record(id=c.id, values=v, sparse=encode_document(cnt, stats), metadata=md, length=sum(cnt.values()))
+            )
+        parents: dict[str, str] = {}
+        for i, section in enumerate(doc.sections):
+            pid = f"{doc.doc_id}#p{section.page}" if section.page else f"{doc.doc_id}#s{i}"
+            parents[pid] = section.text
+        info = DocumentInfo(
+            doc_id=doc.doc_id, source_uri=doc.source_uri, title=doc.title, content_hash=doc.content_hash,
+            kind=doc.kind, n_chunks=len(records), ingested_at=_now(), namespace=self.namespace,
+        )
+        self.index.replace_document(info, records, parents, self.namespace)
+        return len(records)
+
+    # --- many paths ---------------------------------------------------------------------------------------
+
+    def ingest_paths(
+        self,
+        paths: Iterable[Path],
+        *,
+        sync: bool = False,
+        on_start: Callable[[int], None] | None = None,
+        on_file: Callable[[IngestResult], None] | None = None,
+    ) -> list[IngestResult]:
+        roots = [Path(p) for p in paths]
+        files, results = expand_paths(roots)
+        if on_start:
+            on_start(len(files))
+        for f in files:
+            r = self.ingest_path(f)
+            results.append(r)
+            if on_file:
+                on_file(r)
+        if sync:
+            results.extend(self._sync(roots))
+        return results
+
+    def _sync(self, roots: list[Path]) -> list[IngestResult]:
+        """Remove documents whose files under the given roots no longer exist."""
+        removed = []
+        resolved = [r.resolve() for r in roots]
+        for info in self.index.list_documents(self.namespace):
+            path = uri_to_path(info.source_uri)
+            if path is None or path.exists():
+                continue
+            if any(path == r or r in path.parents for r in resolved):
+                removed.append(self.remove(info.source_uri))
+        return removed
+
+
+def passage_text(title: str, text: str) -> str:
+    """What gets embedded and BM25-encoded: the title gives a chunk its topic."""
+    return f"{title}\n{text}" if title else text
+
+
+def expand_paths(roots: list[Path]) -> tuple[list[Path], list[IngestResult]]:
+    """Files to ingest (folders walked, hidden entries skipped) and results for paths that cannot be."""
+    files: list[Path] = []
+    results: list[IngestResult] = []
+    for root in roots:
+        if root.is_dir():
+            try:
+                entries = sorted(p for p in root.rglob("*") if p.is_file())
+            except PermissionError:
+                results.append(
+                    IngestResult(source=str(root), status="failed", reason="cannot read folder: permission denied")
+                )
+                continue
+            for p in entries:
+                rel = p.relative_to(root)
+                if any(part.startswith(".") for part in rel.parts):
+                    continue
+                if p.suffix.lower() in SUPPORTED_SUFFIXES:
+                    files.append(p)
+                else:
+                    results.append(IngestResult(source=p.resolve().as_uri(), status="skipped",
+                                                reason=f"unsupported file type {p.suffix or '(no extension)'}"))
+        elif root.exists() or root.suffix:
+            files.append(root)
+        else:
+            results.append(IngestResult(source=str(root), status="failed", reason="no such file or folder"))
+    return files, results
+
+
+def uri_to_path(uri: str) -> Path | None:
+    parsed = urlparse(uri)
+    if parsed.scheme != "file":
+        return None
+    return Path(unquote(parsed.path))
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,0 +1,171 @@
+"""Packing search results into a byte budget for the whole serialized JSON response.
+
+Best results come first and keep the most room. When everything does not fit, long passages are cut
+around their best-matching sentences instead of dropping whole results; results are dropped from the
+tail only when the remaining room per result would be too small to be useful. Sizes are measured on the
+final UTF-8 JSON, so escapes count and a character is never split (texts are cut as str, never as bytes).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from citerag.documents.text import split_sentences
+from citerag.search.sparse import tokenize
+
+ELLIPSIS = " … "
+MIN_PASSAGE_BYTES = 240
+
+Builder = Callable[[list[dict[str, Any]]], dict[str, Any]]
+
+
+def json_size(obj: Any) -> int:
+    return len(dumps(obj).encode("utf-8"))
+
+
+def dumps(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def _text_cost(text: str) -> int:
+    return len(json.dumps(text, ensure_ascii=False).encode("utf-8")) - 2
+
+
+def pack(
+    items: Sequence[dict[str, Any]],
+    build: Builder,
+    budget: int,
+    query: str,
+    *,
+    min_passage_bytes: int = MIN_PASSAGE_BYTES,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Return (payload, kept items). Each item is a dict with a "text" key; `build(items)` makes the payload.
+
+    Raises ValueError if even an empty result list does not fit the budget."""
+    items = [dict(it) for it in items]
+    if json_size(build([])) > budget:
+        raise ValueError(f"budget of {budget} bytes is too small for the response envelope")
+    if json_size(build(items)) <= budget:
+        return build(items), items
+
+    terms = set(tokenize(query))
+    n = len(items)
+    while n > 0:
+        kept = items[:n]
+        base = json_size(build([{**it, "text": ""} for it in kept]))
+        room = budget - base
+        costs = [_text_cost(it["text"]) for it in kept]
+        shares = _water_fill(costs, room)
+        # The last share is the smallest; if it is too small to carry a sentence, drop a result instead.
+        if n == 1 or min(shares) >= min(min_passage_bytes, min(costs)):
+            out = [
+                {**it, "text": cut_to_bytes(it["text"], terms, share)}
+                for it, share in zip(kept, shares, strict=True)
+            ]
+            out = [it for it in out if it["text"]] or out[:1]
+            payload = _shrink_until_fits(out, build, budget, terms)
+            if payload is not None:
+                return payload, out
+        n -= 1
+    return build([]), []
+
+
+def _water_fill(costs: list[int], room: int) -> list[int]:
+    """Max-min fair shares: short texts keep all they need, long ones split the rest equally."""
+    shares = [0] * len(costs)
+    order = sorted(range(len(costs)), key=lambda i: costs[i])
+    left, remaining = max(room, 0), len(costs)
+    for i in order:
+        fair = left // remaining
+        shares[i] = min(costs[i], fair)
+        left -= shares[i]
+        remaining -= 1
+    return shares
+
+
+def _shrink_until_fits(out: list[dict[str, Any]], build: Builder, budget: int, terms: set[str]):
+    for _ in range(50):
+        payload = build(out)
+        size = json_size(payload)
+        if size <= budget:
+            return payload
+        # Estimation slack (separators, ellipses): trim the longest text a little.
+        j = max(range(len(out)), key=lambda i: _text_cost(out[i]["text"]))
+        cur = _text_cost(out[j]["text"])
+        out[j]["text"] = cut_to_bytes(out[j]["text"], terms, max(0, cur - max(size - budget, cur // 10)))
+    return None
+
+
+def cut_to_bytes(text: str, terms: set[str], max_bytes: int) -> str:
+    """Cut text to at most max_bytes (JSON-escaped UTF-8) around the sentences that best match `terms`."""
+    if _text_cost(text) <= max_bytes:
+        return text
+    if max_bytes <= 0:
+        return ""
+    sentences = split_sentences(text)
+    if not sentences:
+        return _truncate(text, max_bytes)
+    scores = [len(terms.intersection(tokenize(s.text))) for s in sentences]
+    best = max(range(len(sentences)), key=lambda i: (scores[i], -i))
+    chosen = {best}
+    if _text_cost(sentences[best].text) > max_bytes:
+        return _truncate(sentences[best].text, max_bytes)
+    # Grow around the best sentence, preferring the better-scoring neighbour, while it fits.
+    lo = hi = best
+    while True:
+        options = []
+        if lo > 0:
+            options.append((scores[lo - 1], -1))
+        if hi < len(sentences) - 1:
+            options.append((scores[hi + 1], 1))
+        grew = False
+        for _, side in sorted(options, key=lambda o: (-o[0], -o[1])):
+            cand = lo - 1 if side < 0 else hi + 1
+            trial = _render(text, sentences, chosen | {cand})
+            if _text_cost(trial) <= max_bytes:
+                chosen.add(cand)
+                lo, hi = min(lo, cand), max(hi, cand)
+                grew = True
+                break
+        if not grew:
+            break
+    return _render(text, sentences, chosen)
+
+
+def _render(text: str, sentences, chosen: set[int]) -> str:
+    idx = sorted(chosen)
+    lo, hi = idx[0], idx[-1]
+    body = text[sentences[lo].start : sentences[hi].end]
+    prefix = "… " if lo > 0 else ""
+    suffix = " …" if hi < len(sentences) - 1 else ""
+    return prefix + body + suffix
+
+
+def _truncate(text: str, max_bytes: int) -> str:
+    """Longest prefix (by characters) whose escaped size fits, ending with an ellipsis."""
+    lo, hi = 0, len(text)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if _text_cost(text[:mid] + "…") <= max_bytes:
+            lo = mid
+        else:
+            hi = mid - 1
+    return (text[:lo] + "…") if lo else ""
+
+
+def drop_tail(items: Sequence[dict[str, Any]], build: Builder, budget: int) -> tuple[dict[str, Any], list[dict]]:
+    """The common approach, kept for comparison in benchmarks: drop whole results until the payload fits."""
+    kept = [dict(it) for it in items]
+    while kept and json_size(build(kept)) > budget:
+        kept.pop()
+    return build(kept), kept
+
+
+def assign_source_ids(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"source_id": f"S{i}", **{k: v for k, v in it.items() if k != "source_id"}}
+            for i, it in enumerate(items, start=1)]
+
+
+__all__ = ["assign_source_ids", "cut_to_bytes", "drop_tail", "dumps", "json_size", "pack"]
