@@ -95,6 +95,7 @@ def load_bytes(
 
 def _load_pdf(data: bytes, name: str, max_pages: int) -> tuple[str | None, list[Section]]:
     from pypdf import PdfReader
+    from pypdf.errors import DependencyError as PypdfDependencyError
     from pypdf.errors import FileNotDecryptedError, PdfReadError, PdfStreamError
 
     # pypdf logs recoverable damage as warnings; keep the CLI output clean, errors still raise.
@@ -115,6 +116,8 @@ def _load_pdf(data: bytes, name: str, max_pages: int) -> tuple[str | None, list[
         n_pages = len(reader.pages)
     except DocumentError:
         raise
+    except PypdfDependencyError as exc:
+        raise DocumentError(f"PDF uses encryption this install cannot open ({exc})") from None
     except (PdfReadError, PdfStreamError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise DocumentError(f"PDF is corrupt and cannot be read ({type(exc).__name__}: {exc})") from None
     except Exception as exc:  # pypdf raises a wide range on damaged files

@@ -129,7 +129,7 @@ def combine(*filters: Filter | None) -> Filter | None:
     return {"$and": parts}
 
 
-_CLI_RE = re.compile(r"^\s*([A-Za-z_][\w.\-]*)\s*(!=|>=|<=|=|>|<)\s*(.*?)\s*$", re.S)
+_CLI_RE = re.compile(r"^\s*([A-Za-z_][\w.\-]*)\s*(!=|>=|<=|=|>|<)\s*([^=<>!].*?)?\s*$", re.S)
 _CLI_OPS = {"=": "$eq", "!=": "$ne", ">": "$gt", ">=": "$gte", "<": "$lt", "<=": "$lte"}
 
 

@@ -1,0 +1,76 @@
+"""Shared fixtures: isolated data directories, fast components, and generated bad-input files."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from citerag.settings import Components, Settings
+
+SAMPLES = Path(__file__).resolve().parents[1] / "lambdas" / "citerag" / "samples"
+
+
+@pytest.fixture(scope="session")
+def embedding_cache(tmp_path_factory) -> Path:
+    """One embedding cache for the whole run: passages are embedded once, as in real use."""
+    return tmp_path_factory.mktemp("cache") / "embeddings.sqlite"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_data_dir(tmp_path, monkeypatch, embedding_cache):
+    """No test touches the user's real index or embedding cache."""
+    monkeypatch.setenv("CITERAG_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("CITERAG_EMBEDDING_CACHE_PATH", str(embedding_cache))
+    for var in ("CITERAG_INDEX_PATH", "CITERAG_EMBEDDER", "CITERAG_NAMESPACE"):
+        monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture
+def fast_settings(tmp_path) -> Settings:
+    """Hashing embedder: the real pipeline without model weights, for tests about everything else."""
+    return Settings(data_dir=tmp_path / "data", embedder="hashing")
+
+
+@pytest.fixture
+def fast(fast_settings) -> Components:
+    return Components(fast_settings)
+
+
+def make_pdf(pages: list[str], *, title: str | None = None) -> bytes:
+    from reportlab.pdfgen import canvas
+
+    buf = io.BytesIO()
+    c = canvas.Canvas(buf, invariant=1)
+    if title:
+        c.setTitle(title)
+    for text in pages:
+        y = 780
+        for line in text.split("\n"):
+            c.drawString(72, y, line)
+            y -= 16
+        c.showPage()
+    c.save()
+    return buf.getvalue()
+
+
+def make_image_only_pdf(n_pages: int = 2) -> bytes:
+    from reportlab.pdfgen import canvas
+
+    buf = io.BytesIO()
+    c = canvas.Canvas(buf, invariant=1)
+    for _ in range(n_pages):
+        c.rect(100, 100, 300, 300, fill=1)
+        c.showPage()
+    c.save()
+    return buf.getvalue()
+
+
+def make_encrypted_pdf() -> bytes:
+    from pypdf import PdfReader, PdfWriter
+
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(make_pdf(["secret plans"]))))
+    writer.encrypt(user_password="hunter2", owner_password="owner", algorithm="AES-128")
+    buf = io.BytesIO()
+    writer.write(buf)
+    return buf.getvalue()

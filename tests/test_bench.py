@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+import json
+import math
+
+from citerag.cli import app
+from citerag.search.metrics import evaluate, mrr_at, ndcg_at, percentile, recall_at
+from typer.testing import CliRunner
+
+
+def test_metric_definitions_match_beir():
+    rels = {"a": 1, "b": 1}
+    ranked = ["x", "a", "y", "b"]
+    dcg = 1 / math.log2(3) + 1 / math.log2(5)
+    idcg = 1 + 1 / math.log2(3)
+    assert math.isclose(ndcg_at(ranked, rels, 10), dcg / idcg)
+    assert recall_at(ranked, rels, 2) == 0.5 and recall_at(ranked, rels, 100) == 1.0
+    assert mrr_at(ranked, rels, 10) == 0.5 and mrr_at(["x"], rels, 10) == 0.0
+    # Graded relevance uses linear gain, as pytrec_eval does.
+    assert math.isclose(ndcg_at(["b", "a"], {"a": 2, "b": 1}, 10), (1 + 2 / math.log2(3)) / (2 + 1 / math.log2(3)))
+    # Only judged queries count.
+    assert evaluate({"q1": ["a"], "q2": ["z"]}, {"q1": {"a": 1}})["ndcg@10"] == 1.0
+    assert percentile([1, 2, 3, 4], 50) == 2.5
+
+
+def _dataset(root):
+    root.mkdir()
+    docs = [
+        {"_id": "d1", "title": "Filters", "text": "Replace the HEPA filter every twelve months."},
+        {"_id": "d2", "title": "Noise", "text": "Sleep mode runs at 22 dB."},
+        {"_id": "d3", "title": "電源", "text": "電源ボタンを押すと運転を始めます。"},
+        {"_id": "d4", "title": "Warranty", "text": "The warranty lasts two years."},
+    ]
+    queries = [{"_id": "q1", "text": "how often replace HEPA filter"}, {"_id": "q2", "text": "電源ボタン"},
+               {"_id": "q3", "text": "how long is the warranty"}]
+    (root / "corpus.jsonl").write_text("\n".join(json.dumps(d, ensure_ascii=False) for d in docs), encoding="utf-8")
+    (root / "queries.jsonl").write_text("\n".join(json.dumps(q, ensure_ascii=False) for q in queries),
+                                        encoding="utf-8")
+    (root / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td3\t1\nq3\td4\t1\n")
+    (root / "other.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td2\t1\n")
+    return root
+
+
+def test_bench_reports_every_mode_and_reuses_the_embedding_cache(tmp_path):
+    ds = _dataset(tmp_path / "tiny")
+    env = {"CITERAG_EMBEDDER": "hashing"}
+    r = CliRunner().invoke(app, ["bench", str(ds), "--mode", "all", "--json", "--sweep"], env=env)
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    for mode in ("bm25", "dense", "hybrid"):
+        assert set(data[mode]) >= {"ndcg@10", "recall@5", "recall@100", "mrr@10", "p50_ms", "p95_ms"}
+    assert data["bm25"]["ndcg@10"] == 1.0  # every query shares rare words with its document
+    assert data["_run"]["embedded_now"] == 4
+    assert "rrf(k=60)" in data["_fusion_sweep"]
+    again = json.loads(CliRunner().invoke(app, ["bench", str(ds), "--mode", "bm25", "--json"], env=env).stdout)
+    assert again["_run"]["embedded_now"] == 0 and list(again)[:1] == ["bm25"]
+    other = CliRunner().invoke(app, ["bench", str(ds), "--mode", "bm25", "--json", "--qrels", str(ds / "other.tsv")],
+                               env=env)
+    assert json.loads(other.stdout)["bm25"]["ndcg@10"] < 1.0

@@ -1,0 +1,119 @@
+"""The command line as a user runs it (typer's runner, real model where answers are checked)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+from citerag.cli import app
+from citerag.documents.loaders import load_path
+from conftest import SAMPLES
+from typer.testing import CliRunner
+
+runner = CliRunner()
+
+
+def run(*args, env=None):
+    result = runner.invoke(app, list(args), env=env)
+    assert "Traceback" not in result.output
+    return result
+
+
+def test_ask_ingests_samples_on_first_use_and_cites_a_pdf_page():
+    r = run("ask", "What does error E2 mean?", "--json")
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    assert data["answered"] is True
+    cite = data["citations"][0]
+    assert cite["uri"].endswith("kumo-pure-300-manual-en.pdf") and cite["page"] == 5
+    assert cite["source_id"] in data["answer"]
+    # Every sentence of the answer is copied from the cited page: nothing is invented.
+    page_text = load_path(SAMPLES / "kumo-pure-300-manual-en.pdf").sections[4].text
+    assert cite["excerpt"] in page_text
+
+
+def test_ask_in_japanese_answers_from_japanese_sources():
+    r = run("ask", "エラーE2は何を意味しますか？", "--json")
+    data = json.loads(r.stdout)
+    assert data["answered"]
+    assert "センサー" in data["answer"]
+    assert all(c["uri"].endswith("-ja.pdf") or "ja" in c["uri"] for c in data["citations"])
+
+
+def test_ask_says_plainly_when_the_documents_do_not_answer():
+    r = run("ask", "What is the capital of France?", "--json")
+    data = json.loads(r.stdout)
+    assert data == {"answer": "The documents do not answer this question.", "answered": False, "citations": []}
+    r = run("ask", "東京の人口は？")
+    assert "ドキュメントには" in r.stdout
+
+
+def test_ask_human_output_lists_numbered_sources_with_pages():
+    r = run("ask", "How long is the warranty?")
+    assert r.exit_code == 0
+    assert "[S1]" in r.stdout and "page 5" in r.stdout and "Sources" in r.stdout
+
+
+FAST = {"CITERAG_EMBEDDER": "hashing"}
+
+
+def test_ingest_search_status_json(tmp_path):
+    index = str(tmp_path / "i.sqlite")
+    r = run("ingest", str(SAMPLES), "--index", index, "--json", env=FAST)
+    data = json.loads(r.stdout)
+    assert data["summary"]["added"] == 6 and data["summary"]["failed"] == 0
+    r = run("ingest", str(SAMPLES), "--index", index, "--json", env=FAST)
+    data = json.loads(r.stdout)
+    assert data["summary"]["unchanged"] == 6 and data["embedded"] == 0
+
+    r = run("search", "HEPA filter", "--top-k", "3", "--index", index, "--json", env=FAST)
+    rows = json.loads(r.stdout)
+    assert len(rows) == 3
+    assert set(rows[0]) >= {"source_id", "text", "score", "uri", "title", "page", "doc_id"}
+    assert [x["source_id"] for x in rows] == ["S1", "S2", "S3"]
+
+    r = run("search", "filter", "--filter", "lang=ja", "--filter", "page>=4", "--index", index, "--json", env=FAST)
+    assert all(x["page"] >= 4 and x["uri"].endswith("-ja.pdf") for x in json.loads(r.stdout))
+
+    r = run("status", "--index", index, "--json", env=FAST)
+    st = json.loads(r.stdout)
+    assert st["documents"] == 6 and st["chunks"] > 6 and st["size_bytes"] > 0
+    assert "(default)" in st["namespaces"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["search", "   "], "the query is empty"),
+        (["ask", ""], "the query is empty"),
+        (["search", "x", "--filter", "page>=two"], "needs a number"),
+        (["search", "x", "--filter", '{"page": {"$near": 1}}'], "unknown operator $near"),
+        (["search", "x", "--mode", "fuzzy"], "choose hybrid, dense or bm25"),
+        (["bench", "/nonexistent"], "is not a benchmark dataset"),
+        (["ingest", "/nonexistent/file.pdf"], "no such file"),
+        (["ingest", "x", "--meta", "novalue"], "write key=value"),
+    ],
+)
+def test_user_errors_are_one_clear_line(args, message):
+    r = run(*args, env=FAST)
+    assert r.exit_code == 1
+    assert message in r.output
+
+
+def test_corrupt_and_locked_index_errors(tmp_path):
+    bad = tmp_path / "bad.sqlite"
+    bad.write_bytes(b"garbage" * 500)
+    r = run("search", "x", "--index", str(bad), "--json", env=FAST)
+    assert r.exit_code == 1 and "corrupt" in json.loads(r.stdout)["error"]
+
+    good = tmp_path / "good.sqlite"
+    run("ingest", str(SAMPLES / "faq-en.md"), "--index", str(good), env=FAST)
+    holder = sqlite3.connect(str(good), isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        r = run("ingest", str(SAMPLES / "faq-ja.md"), "--index", str(good), env={**FAST})
+        assert r.exit_code == 1 and "locked by another process" in r.output
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()

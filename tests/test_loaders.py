@@ -1,0 +1,122 @@
+from __future__ import annotations
+
+import os
+
+import pytest
+from citerag.documents.loaders import load_bytes, load_path, unwrap_lines
+from citerag.errors import DocumentError
+from conftest import SAMPLES, make_encrypted_pdf, make_image_only_pdf, make_pdf
+
+
+def test_pdf_pages_are_one_based_and_carry_the_title():
+    doc = load_path(SAMPLES / "kumo-pure-300-manual-en.pdf")
+    assert [s.page for s in doc.sections] == [1, 2, 3, 4, 5]
+    assert doc.title == "Kumo Pure 300 Air Purifier - User Manual"
+    assert "Error E2 means the air quality sensor is dirty." in doc.sections[4].text
+    assert doc.source_uri.startswith("file://")
+
+
+def test_japanese_pdf_text_is_extracted_and_lines_rejoined():
+    doc = load_path(SAMPLES / "kumo-pure-300-manual-ja.pdf")
+    assert len(doc.sections) == 5
+    # The PDF wraps this sentence over two lines; the loader must give it back whole.
+    assert "おやすみモードの運転音は22dBです。" in doc.sections[2].text
+
+
+def test_unwrap_keeps_short_lines_and_joins_full_ones():
+    text = "Heading\n" + "word " * 16 + "end\nof sentence.\nShort line\nAnother."
+    out = unwrap_lines(text)
+    assert out.startswith("Heading\n")
+    assert "end of sentence." in out
+
+
+def test_markdown_sections_follow_headings():
+    doc = load_path(SAMPLES / "faq-en.md")
+    assert doc.title == "Kumo Pure 300 FAQ"
+    names = [s.section for s in doc.sections]
+    assert "Kumo Pure 300 FAQ > Filters > Can I wash the HEPA filter?" in names
+    # Headings with no body of their own ("## Filters") do not become sections.
+    assert "Kumo Pure 300 FAQ > Filters" not in names
+
+
+def test_markdown_ignores_hashes_inside_code_fences():
+    md = b"# Title\n\n```\n# not a heading\n```\n\nbody text here\n"
+    doc = load_bytes(md, "file:///x.md", "x.md")
+    assert len(doc.sections) == 1
+    assert "# not a heading" in doc.sections[0].text
+
+
+def test_html_title_and_readable_text_without_scripts_or_nav():
+    doc = load_path(SAMPLES / "release-notes.html")
+    assert doc.title == "Kumo Pure 300 firmware release notes"
+    text = "\n".join(s.text for s in doc.sections)
+    assert "child lock now also locks the Wi-Fi button" in text
+    assert "console.log" not in text and "Home | Support" not in text
+    assert any(s.section and s.section.endswith("Version 2.1 (March 2026)") for s in doc.sections)
+
+
+def test_text_file_is_one_section_and_title_falls_back_to_file_name():
+    doc = load_path(SAMPLES / "support-contacts.txt")
+    assert doc.title == "support-contacts"
+    assert len(doc.sections) == 1 and doc.sections[0].page is None
+
+
+def test_utf8_bom_is_accepted():
+    doc = load_bytes("\ufeffこんにちは。".encode(), "file:///a.txt", "a.txt")
+    assert doc.sections[0].text == "こんにちは。"
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "message"),
+    [
+        ("empty.pdf", b"", "file is empty"),
+        ("encrypted.pdf", None, "password-protected"),
+        ("corrupt.pdf", b"%PDF-1.4\n1 0 obj << /Type /Catalog >>\ngarbage", "PDF is corrupt"),
+        ("not-a-pdf.pdf", b"PK\x03\x04 this is a zip file", "not a PDF file"),
+        ("scan.pdf", None, "no text layer"),
+        ("sjis.txt", "日本語のテキスト".encode("shift_jis"), "not valid UTF-8"),
+        ("empty.txt", b"", "file is empty"),
+        ("blank.txt", b"  \n\t\n", "only whitespace"),
+        ("binary.txt", b"\x00\x01\x02binary", "binary file"),
+        ("slides.pptx", b"whatever", "unsupported file type .pptx"),
+        ("README", b"no extension", r"unsupported file type \(no extension\)"),
+    ],
+)
+def test_bad_documents_get_specific_messages(name, data, message):
+    if name == "encrypted.pdf":
+        data = make_encrypted_pdf()
+    elif name == "scan.pdf":
+        data = make_image_only_pdf()
+    with pytest.raises(DocumentError, match=message):
+        load_bytes(data, f"file:///{name}", name)
+
+
+def test_truncated_pdf_is_reported_as_corrupt():
+    data = make_pdf(["page one text", "page two text"])
+    with pytest.raises(DocumentError, match="corrupt"):
+        load_bytes(data[: len(data) // 3], "file:///t.pdf", "t.pdf")
+
+
+def test_huge_pdf_is_refused_by_page_and_byte_limits(tmp_path):
+    data = make_pdf([f"page {i}" for i in range(6)])
+    with pytest.raises(DocumentError, match="6 pages; the limit is 5"):
+        load_bytes(data, "file:///big.pdf", "big.pdf", max_pages=5)
+    path = tmp_path / "big.pdf"
+    path.write_bytes(data)
+    with pytest.raises(DocumentError, match="too large"):
+        load_path(path, max_bytes=1000)
+
+
+def test_unreadable_and_missing_paths(tmp_path):
+    with pytest.raises(DocumentError, match="no such file"):
+        load_path(tmp_path / "missing.txt")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("hidden")
+    secret.chmod(0)
+    try:
+        if os.geteuid() == 0:
+            pytest.skip("root can read any file")
+        with pytest.raises(DocumentError, match="permission denied"):
+            load_path(secret)
+    finally:
+        secret.chmod(0o600)

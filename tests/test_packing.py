@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+import json
+
+from citerag.search.packing import assign_source_ids, cut_to_bytes, drop_tail, json_size, pack
+from citerag.search.response import build_payload
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+
+def _items(texts):
+    return assign_source_ids([{"text": t, "uri": f"file:///{i}.pdf", "title": f"T{i}", "page": i + 1, "score": 1.0}
+                              for i, t in enumerate(texts)])
+
+
+def test_everything_fits_unchanged():
+    items = _items(["short one.", "short two."])
+    payload, kept = pack(items, build_payload, 25_000, "short")
+    assert kept == items and payload["results"] == items
+
+
+def test_long_passages_are_cut_around_the_best_sentence_not_dropped():
+    filler = "Unrelated filler sentence about other topics. " * 60
+    texts = [filler + "The HEPA filter lasts twelve months. " + filler for _ in range(6)]
+    items = _items(texts)
+    budget = 6000
+    payload, kept = pack(items, build_payload, budget, "how long does the HEPA filter last")
+    assert json_size(payload) <= budget
+    assert len(kept) == 6  # all results survive, shortened
+    for r in kept:
+        assert "HEPA filter lasts twelve months" in r["text"]
+    _, seed = drop_tail(items, build_payload, budget)
+    assert len(seed) < len(kept)
+
+
+def test_source_ids_and_metadata_survive_packing():
+    items = _items(["x" * 5000, "y" * 5000, "z" * 5000])
+    _, kept = pack(items, build_payload, 4000, "x")
+    assert [r["source_id"] for r in kept] == ["S1", "S2", "S3"][: len(kept)]
+    assert all(r["uri"].startswith("file:///") and r["page"] for r in kept)
+
+
+def test_cut_keeps_whole_characters_and_marks_elisions():
+    text = "前の文です。" * 20 + "フィルターは12か月ごとに交換します。" + "後の文です。" * 20
+    out = cut_to_bytes(text, {"フィ", "交換"}, 200)
+    assert len(json.dumps(out, ensure_ascii=False).encode()) - 2 <= 200
+    assert "フィルターは12か月ごとに交換します。" in out
+    assert out.startswith("… ") and out.endswith(" …")
+
+
+texts_st = st.lists(
+    st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=3000),
+    min_size=0, max_size=25,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts_st, st.integers(min_value=400, max_value=30_000), st.text(max_size=40))
+def test_packing_never_exceeds_the_budget_and_stays_valid_utf8_json(texts, budget, query):
+    payload, kept = pack(_items(texts), build_payload, budget, query)
+    raw = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    assert len(raw) <= budget
+    assert json.loads(raw.decode("utf-8")) == payload  # strict decode: no split character
+    # Results keep their rank order and their ids (best first); nothing is reordered or renamed.
+    ranks = [int(r["source_id"][1:]) for r in kept]
+    assert ranks == sorted(ranks)
+    originals = {r["source_id"]: r for r in _items(texts)}
+    assert all({k: v for k, v in r.items() if k != "text"} == {k: v for k, v in originals[r["source_id"]].items()
+               if k != "text"} for r in kept)
+
+
+@settings(max_examples=100, deadline=None)
+@given(texts_st, st.integers(min_value=2000, max_value=30_000))
+def test_packer_keeps_at_least_as_many_results_as_dropping_the_tail(texts, budget):
+    items = _items(texts)
+    _, mine = pack(items, build_payload, budget, "query")
+    _, seed = drop_tail(items, build_payload, budget)
+    assert len(mine) >= len(seed)

@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+import pytest
+from citerag.errors import DependencyError, FilterSyntaxError, QueryError
+from citerag.search.fusion import convex, rrf
+from citerag.search.ports import Match
+from conftest import SAMPLES
+
+
+@pytest.fixture
+def indexed(fast):
+    fast.ingestor().ingest_paths([SAMPLES])
+    return fast
+
+
+def test_hybrid_search_is_deterministic_and_carries_source_metadata(indexed):
+    p = indexed.pipeline()
+    a = p.search("replace the HEPA filter every 12 months", top_k=5)
+    b = p.search("replace the HEPA filter every 12 months", top_k=5)
+    assert [h.model_dump() for h in a.hits] == [h.model_dump() for h in b.hits]
+    top = a.hits[0]
+    assert top.uri.startswith("file://") and top.title and top.doc_id
+    assert "12" in top.text
+
+
+def test_filters_restrict_results(indexed):
+    hits = indexed.pipeline().search("filter", top_k=20, flt={"lang": "ja"}).hits
+    assert hits and all(h.lang == "ja" for h in hits)
+    hits = indexed.pipeline().search("error", top_k=20, flt={"page": {"$gte": 5}}).hits
+    assert hits and all(h.page == 5 for h in hits)
+
+
+def test_parent_expansion_returns_whole_pages_once(indexed):
+    hits = indexed.pipeline(expand_parents=True).search("error E1 fan motor", top_k=5).hits
+    parents = [h.parent_id for h in hits]
+    assert len(parents) == len(set(parents))
+    page5 = next(h for h in hits if h.page == 5)
+    assert "Error E1" in page5.text and "Warranty" in page5.text
+
+
+def test_bad_queries_and_filters(indexed):
+    p = indexed.pipeline()
+    for q in ("", "   ", "\x00"):
+        with pytest.raises(QueryError, match="empty"):
+            p.search(q)
+    with pytest.raises(QueryError, match="limit is 2,000"):
+        p.search("x" * 60_000)
+    with pytest.raises(FilterSyntaxError):
+        p.search("filter", flt={"page": {"$near": 1}})
+
+
+def test_dense_failure_degrades_to_sparse_only(indexed, monkeypatch):
+    p = indexed.pipeline()
+
+    def down(_text):
+        raise TimeoutError("embedding service timed out")
+
+    monkeypatch.setattr(p.embedder, "embed_query", down)
+    out = p.search("HEPA filter", top_k=3)
+    assert out.degraded == ["dense"] and out.hits
+    monkeypatch.setattr(p.index, "query_sparse", lambda *a, **k: (_ for _ in ()).throw(OSError("disk")))
+    with pytest.raises(DependencyError, match="search unavailable"):
+        p.search("HEPA filter")
+
+
+def test_fusion_methods():
+    d = [Match(id="a", score=0.9, metadata={}), Match(id="b", score=0.8, metadata={})]
+    s = [Match(id="b", score=12.0, metadata={}), Match(id="c", score=3.0, metadata={})]
+    assert [i for i, _ in rrf([d, s])] == ["b", "a", "c"]
+    fused = dict(convex(d, s, alpha=0.5))
+    assert fused == {"a": 0.5, "b": 0.5, "c": 0.0}
+    assert next(i for i, _ in convex(d, s, alpha=0.9)) == "a"
