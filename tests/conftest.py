@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 import io
+import os
 from pathlib import Path
+
+# Lambda-side libraries: no X-Ray daemon here, and keep test output readable.
+os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
+os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+os.environ.setdefault("POWERTOOLS_DEV", "false")
+os.environ.setdefault("AWS_DEFAULT_REGION", "ap-northeast-1")
+os.environ.setdefault("AWS_REGION", "ap-northeast-1")
 
 import pytest
 from citerag.settings import Components, Settings

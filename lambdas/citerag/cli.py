@@ -355,6 +355,46 @@ def bench(
             out.print(st)
 
 
+# --- invoke --------------------------------------------------------------------------------------------------
+
+
+@app.command()
+def invoke(
+    handler: Annotated[str, typer.Argument(help="search or ingest")],
+    event: Annotated[Path, typer.Argument(help="event JSON file, e.g. events/search-basic.json")],
+    bucket_dir: Annotated[Path | None, typer.Option("--bucket-dir", help="ingest: folder standing in for the bucket "
+                                                     "(default: the bundled samples)")] = None,
+    index: IndexOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run a Lambda handler locally on an event file, against the embedded adapters."""
+    import logging
+
+    from citerag.handlers.local import invoke as run_handler
+    from citerag.handlers.local import read_event
+
+    with _errors(as_json):
+        if handler not in ("search", "ingest"):
+            raise CiteragError(f"unknown handler {handler!r}: choose search or ingest")
+        ev = read_event(event)
+        comps = _components(index)
+        if handler == "search":
+            _ensure_samples(comps, quiet=True)
+        # Powertools logs JSON lines to stdout; keep stdout for the response.
+        logging.getLogger("citerag-search").setLevel(logging.WARNING)
+        logging.getLogger("citerag-ingest").setLevel(logging.WARNING)
+        response = run_handler(handler, ev, comps, bucket_dir or samples_dir())
+        if as_json:
+            print(json.dumps(response, ensure_ascii=False))
+            return
+        out.print_json(json.dumps(response, ensure_ascii=False))
+        body = response.get("response", {}).get("functionResponse", {}).get("responseBody", {}).get("TEXT", {})
+        if "body" in body:
+            size = len(json.dumps(response).encode())
+            out.print(f"[dim]response {size:,} bytes; body decoded:[/]")
+            out.print_json(body["body"])
+
+
 def main() -> None:
     try:
         app()

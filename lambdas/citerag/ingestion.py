@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from citerag.documents.chunking import chunk_document
 from citerag.documents.loaders import SUPPORTED_SUFFIXES, kind_for, load_bytes
 from citerag.documents.model import LoadedDocument, content_hash_of, doc_id_for
-from citerag.errors import CiteragError, DocumentError
+from citerag.errors import CiteragError, DependencyError, DocumentError
 from citerag.search.embedders import CachedEmbedder
 from citerag.search.ports import DocumentInfo, Record
 from citerag.search.sparse import CorpusStats, encode_document, term_counts
@@ -30,6 +30,7 @@ class IngestResult(BaseModel):
     status: Status
     chunks: int = 0
     reason: str | None = None
+    transient: bool = False  # a dependency failed: retrying later may succeed
 
 
 class Ingestor:
@@ -56,7 +57,9 @@ class Ingestor:
 
     # --- one document -------------------------------------------------------------------------------------
 
-    def ingest_bytes(self, data: bytes, source_uri: str, name: str, *, force: bool = False) -> IngestResult:
+    def ingest_bytes(
+        self, data: bytes, source_uri: str, name: str, *, force: bool = False, metadata: dict[str, Any] | None = None
+    ) -> IngestResult:
         try:
             kind_for(name)
             if len(data) > self.max_file_bytes:
@@ -66,9 +69,10 @@ class Ingestor:
             if existing and existing.content_hash == content_hash_of(data) and not force:
                 return IngestResult(source=source_uri, status="unchanged", chunks=existing.n_chunks)
             doc = load_bytes(data, source_uri, name, max_pages=self.max_pages)
-            n = self._index_document(doc)
+            n = self._index_document(doc, metadata or {})
         except CiteragError as exc:
-            return IngestResult(source=source_uri, status="failed", reason=str(exc))
+            return IngestResult(source=source_uri, status="failed", reason=str(exc),
+                                transient=isinstance(exc, DependencyError))
         return IngestResult(source=source_uri, status="replaced" if existing else "added", chunks=n)
 
     def ingest_path(self, path: Path) -> IngestResult:
@@ -95,7 +99,7 @@ class Ingestor:
         n = self.index.delete_document(doc_id_for(source_uri), self.namespace)
         return IngestResult(source=source_uri, status="removed", chunks=n)
 
-    def _index_document(self, doc: LoadedDocument) -> int:
+    def _index_document(self, doc: LoadedDocument, metadata: dict[str, Any]) -> int:
         chunks = chunk_document(doc, max_chars=self.chunk_chars, overlap_chars=self.overlap_chars)
         if not chunks:
             raise DocumentError("no text found in the file")
@@ -108,7 +112,7 @@ class Ingestor:
             stats = CorpusStats(n_docs=len(counts), total_len=sum(sum(c.values()) for c in counts))
         records = []
         for c, v, cnt in zip(chunks, vectors, counts, strict=True):
-            md = {**self.extra_metadata, **c.metadata(), "ingested_at": _now()}
+            md = {**self.extra_metadata, **metadata, **c.metadata(), "ingested_at": _now()}
             records.append(
                 Record(id=c.id, values=v, sparse=encode_document(cnt, stats), metadata=md, length=sum(cnt.values()))
             )

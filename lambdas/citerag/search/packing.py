@@ -33,6 +33,7 @@ def _text_cost(text: str) -> int:
     return len(json.dumps(text, ensure_ascii=False).encode("utf-8")) - 2
 
 
+
 def pack(
     items: Sequence[dict[str, Any]],
     build: Builder,
@@ -40,32 +41,38 @@ def pack(
     query: str,
     *,
     min_passage_bytes: int = MIN_PASSAGE_BYTES,
+    size: Callable[[Any], int] = json_size,
+    text_cost: Callable[[str], int] | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Return (payload, kept items). Each item is a dict with a "text" key; `build(items)` makes the payload.
 
-    Raises ValueError if even an empty result list does not fit the budget."""
+    `size(payload)` measures what is actually sent (by default compact UTF-8 JSON); `text_cost(text)` is what
+    one text adds to it (by default its JSON-escaped UTF-8 length). A Lambda response that embeds the body as
+    a JSON string and is sent ASCII-escaped passes both. Raises ValueError if even an empty result list does
+    not fit the budget."""
+    cost = text_cost or _text_cost
     items = [dict(it) for it in items]
-    if json_size(build([])) > budget:
+    if size(build([])) > budget:
         raise ValueError(f"budget of {budget} bytes is too small for the response envelope")
-    if json_size(build(items)) <= budget:
+    if size(build(items)) <= budget:
         return build(items), items
 
     terms = set(tokenize(query))
     n = len(items)
     while n > 0:
         kept = items[:n]
-        base = json_size(build([{**it, "text": ""} for it in kept]))
+        base = size(build([{**it, "text": ""} for it in kept]))
         room = budget - base
-        costs = [_text_cost(it["text"]) for it in kept]
+        costs = [cost(it["text"]) for it in kept]
         shares = _water_fill(costs, room)
         # The last share is the smallest; if it is too small to carry a sentence, drop a result instead.
         if n == 1 or min(shares) >= min(min_passage_bytes, min(costs)):
             out = [
-                {**it, "text": cut_to_bytes(it["text"], terms, share)}
+                {**it, "text": cut_to_bytes(it["text"], terms, share, cost)}
                 for it, share in zip(kept, shares, strict=True)
             ]
             out = [it for it in out if it["text"]] or out[:1]
-            payload = _shrink_until_fits(out, build, budget, terms)
+            payload = _shrink_until_fits(out, build, budget, terms, size, cost)
             if payload is not None:
                 return payload, out
         n -= 1
@@ -85,33 +92,34 @@ def _water_fill(costs: list[int], room: int) -> list[int]:
     return shares
 
 
-def _shrink_until_fits(out: list[dict[str, Any]], build: Builder, budget: int, terms: set[str]):
+def _shrink_until_fits(out: list[dict[str, Any]], build: Builder, budget: int, terms: set[str], size, cost):
     for _ in range(50):
         payload = build(out)
-        size = json_size(payload)
-        if size <= budget:
+        n = size(payload)
+        if n <= budget:
             return payload
         # Estimation slack (separators, ellipses): trim the longest text a little.
-        j = max(range(len(out)), key=lambda i: _text_cost(out[i]["text"]))
-        cur = _text_cost(out[j]["text"])
-        out[j]["text"] = cut_to_bytes(out[j]["text"], terms, max(0, cur - max(size - budget, cur // 10)))
+        j = max(range(len(out)), key=lambda i: cost(out[i]["text"]))
+        cur = cost(out[j]["text"])
+        out[j]["text"] = cut_to_bytes(out[j]["text"], terms, max(0, cur - max(n - budget, cur // 10)), cost)
     return None
 
 
-def cut_to_bytes(text: str, terms: set[str], max_bytes: int) -> str:
+def cut_to_bytes(text: str, terms: set[str], max_bytes: int, cost: Callable[[str], int] | None = None) -> str:
     """Cut text to at most max_bytes (JSON-escaped UTF-8) around the sentences that best match `terms`."""
-    if _text_cost(text) <= max_bytes:
+    measure = cost or _text_cost
+    if measure(text) <= max_bytes:
         return text
     if max_bytes <= 0:
         return ""
     sentences = split_sentences(text)
     if not sentences:
-        return _truncate(text, max_bytes)
+        return _truncate(text, max_bytes, measure)
     scores = [len(terms.intersection(tokenize(s.text))) for s in sentences]
     best = max(range(len(sentences)), key=lambda i: (scores[i], -i))
     chosen = {best}
-    if _text_cost(sentences[best].text) > max_bytes:
-        return _truncate(sentences[best].text, max_bytes)
+    if measure(sentences[best].text) > max_bytes:
+        return _truncate(sentences[best].text, max_bytes, measure)
     # Grow around the best sentence, preferring the better-scoring neighbour, while it fits.
     lo = hi = best
     while True:
@@ -124,7 +132,7 @@ def cut_to_bytes(text: str, terms: set[str], max_bytes: int) -> str:
         for _, side in sorted(options, key=lambda o: (-o[0], -o[1])):
             cand = lo - 1 if side < 0 else hi + 1
             trial = _render(text, sentences, chosen | {cand})
-            if _text_cost(trial) <= max_bytes:
+            if measure(trial) <= max_bytes:
                 chosen.add(cand)
                 lo, hi = min(lo, cand), max(hi, cand)
                 grew = True
@@ -143,22 +151,24 @@ def _render(text: str, sentences, chosen: set[int]) -> str:
     return prefix + body + suffix
 
 
-def _truncate(text: str, max_bytes: int) -> str:
+def _truncate(text: str, max_bytes: int, cost: Callable[[str], int]) -> str:
     """Longest prefix (by characters) whose escaped size fits, ending with an ellipsis."""
     lo, hi = 0, len(text)
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if _text_cost(text[:mid] + "…") <= max_bytes:
+        if cost(text[:mid] + "…") <= max_bytes:
             lo = mid
         else:
             hi = mid - 1
     return (text[:lo] + "…") if lo else ""
 
 
-def drop_tail(items: Sequence[dict[str, Any]], build: Builder, budget: int) -> tuple[dict[str, Any], list[dict]]:
+def drop_tail(
+    items: Sequence[dict[str, Any]], build: Builder, budget: int, size: Callable[[Any], int] = json_size
+) -> tuple[dict[str, Any], list[dict]]:
     """The common approach, kept for comparison in benchmarks: drop whole results until the payload fits."""
     kept = [dict(it) for it in items]
-    while kept and json_size(build(kept)) > budget:
+    while kept and size(build(kept)) > budget:
         kept.pop()
     return build(kept), kept
 

@@ -17,6 +17,7 @@ from citerag.search import filters as flt_mod
 from citerag.search import fusion
 from citerag.search.embedders import Embedder
 from citerag.search.ports import Match, Reranker, VectorIndex
+from citerag.search.resilience import CircuitBreaker
 from citerag.search.sparse import CorpusStats, encode_query, term_id, tokenize
 
 MAX_QUERY_CHARS = 2000
@@ -74,6 +75,7 @@ class SearchPipeline:
         config: SearchConfig | None = None,
         reranker: Reranker | None = None,
         stats_provider=None,
+        breakers: dict[str, CircuitBreaker] | None = None,
     ) -> None:
         self.embedder = embedder
         self.index = index
@@ -81,7 +83,13 @@ class SearchPipeline:
         self.reranker = reranker
         # BM25 statistics: from the index (embedded) or from a separate store (Pinecone).
         self._stats_provider = stats_provider or index.corpus_stats
-        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="citerag-search")
+        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="citerag-search")
+        # Without explicit breakers every call goes straight through (the embedded CLI has nothing to protect).
+        self.breakers = breakers or {}
+
+    def _guard(self, name: str, fn):
+        breaker = self.breakers.get(name)
+        return breaker.call(fn) if breaker else fn()
 
     def search(
         self,
@@ -108,16 +116,17 @@ class SearchPipeline:
 
         def dense_branch() -> tuple[list[Match], np.ndarray]:
             t = time.perf_counter()
-            qv = self.embedder.embed_query(query)  # type: ignore[union-attr]
+            qv = self._guard("embed", lambda: self.embedder.embed_query(query))  # type: ignore[union-attr]
             timings["embed_ms"] = (time.perf_counter() - t) * 1000
             t = time.perf_counter()
-            res = self.index.query_dense(qv, n_cand, flt, namespace)
+            res = self._guard("dense", lambda: self.index.query_dense(qv, n_cand, flt, namespace))
             timings["dense_ms"] = (time.perf_counter() - t) * 1000
             return res, qv
 
         def sparse_branch() -> list[Match]:
             t = time.perf_counter()
-            res = self.index.query_sparse(encode_query(query, stats), n_cand, flt, namespace)
+            qs = encode_query(query, stats)
+            res = self._guard("sparse", lambda: self.index.query_sparse(qs, n_cand, flt, namespace))
             timings["sparse_ms"] = (time.perf_counter() - t) * 1000
             return res
 
@@ -134,7 +143,7 @@ class SearchPipeline:
                 errors.append("dense search timed out")
             except Exception as exc:  # any adapter failure degrades to sparse-only
                 degraded.append("dense")
-                errors.append(f"dense search failed: {type(exc).__name__}")
+                errors.append(f"dense search failed: {_reason(exc)}")
         if sparse_f is not None:
             try:
                 sparse = sparse_f.result(timeout=cfg.timeout_s)
@@ -143,7 +152,7 @@ class SearchPipeline:
                 errors.append("sparse search timed out")
             except Exception as exc:
                 degraded.append("sparse")
-                errors.append(f"sparse search failed: {type(exc).__name__}")
+                errors.append(f"sparse search failed: {_reason(exc)}")
         if (want_dense and "dense" in degraded) and (not want_sparse or "sparse" in degraded):
             raise DependencyError("search unavailable: " + "; ".join(errors))
         if want_sparse and not want_dense and "sparse" in degraded:
@@ -163,8 +172,9 @@ class SearchPipeline:
         if self.reranker is not None and fused:
             t = time.perf_counter()
             head = fused[: max(top_k * 4, 20)]
+            texts = [by_id[i].metadata.get("text", "") for i, _ in head]
             try:
-                order = self.reranker.rerank(query, [by_id[i].metadata.get("text", "") for i, _ in head], len(head))
+                order = self._guard("rerank", lambda: self.reranker.rerank(query, texts, len(head)))
                 fused = [(head[i][0], s) for i, s in order] + fused[len(head):]
             except Exception:  # rerank is an optional refinement: skip it when it fails
                 degraded.append("rerank")
@@ -193,15 +203,21 @@ class SearchPipeline:
                 else:
                     hit.relevance = hit.dense_score + cfg.coverage_weight * hit.coverage
                     hit.relevant = hit.relevance >= cfg.min_relevance
-            if cfg.expand_parents:
-                self._expand(hit, namespace)
             hits.append(hit)
+        if cfg.expand_parents and hits:
+            t = time.perf_counter()
+            # Parent stores may be remote (S3): fetch the pages concurrently.
+            list(self._pool.map(lambda h: self._expand(h, namespace), hits))
+            timings["parents_ms"] = (time.perf_counter() - t) * 1000
         timings["total_ms"] = (time.perf_counter() - t0) * 1000
         return SearchOutcome(hits=hits, degraded=degraded, timings_ms=timings)
 
     def _expand(self, hit: Hit, namespace: str) -> None:
         get_parent = getattr(self.index, "get_parent", None)
-        parent = get_parent(hit.parent_id, namespace) if get_parent else None
+        try:
+            parent = get_parent(hit.parent_id, namespace) if get_parent else None
+        except Exception:  # the chunk itself is still a good passage; the parent is an extra
+            return
         if not parent:
             return
         if len(parent) <= self.config.max_parent_chars:
@@ -212,6 +228,16 @@ class SearchPipeline:
         end = int(hit.metadata.get("char_end", start + len(hit.text)))
         extra = max(0, self.config.max_parent_chars - (end - start)) // 2
         hit.text = parent[max(0, start - extra) : min(len(parent), end + extra)]
+
+
+def _reason(exc: BaseException) -> str:
+    """A short reason for logs and responses; never the exception's args, which may carry request data."""
+    from citerag.errors import CiteragError
+    from citerag.search.resilience import CircuitOpenError
+
+    if isinstance(exc, (CiteragError, CircuitOpenError)):
+        return str(exc)
+    return type(exc).__name__
 
 
 def validate_query(query: Any) -> str:

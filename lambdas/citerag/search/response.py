@@ -5,6 +5,7 @@ Shared by the search Lambda and the embedded answerer so both see exactly the sa
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from citerag.search import packing
@@ -34,6 +35,20 @@ def build_payload(results: list[dict[str, Any]], notes: list[str] | None = None)
 def pack_hits(
     hits: list[Hit], query: str, budget: int, notes: list[str] | None = None
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Source ids S1..Sn follow rank order; returns (payload, kept results)."""
+    """Source ids S1..Sn follow rank order; returns (payload, kept results). Budget = the payload's size."""
     items = packing.assign_source_ids([hit_item(h) for h in hits])
     return packing.pack(items, lambda rs: build_payload(rs, notes), budget, query)
+
+
+def dumps_body(payload: dict[str, Any]) -> str:
+    """Serialize a search payload for the model. `<` and `>` inside passages become \u003c / \u003e: still the
+    same JSON to any parser, but a document containing `</search_result>` or other tags cannot close the
+    prompt slot the observation is placed in."""
+    text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+def body_text_cost(text: str) -> int:
+    """Bytes one passage adds to a Lambda response: escaped once in the body, again (ASCII) in the response."""
+    inner = json.dumps(text, ensure_ascii=False)[1:-1].replace("<", "\\u003c").replace(">", "\\u003e")
+    return len(json.dumps(inner)) - 2

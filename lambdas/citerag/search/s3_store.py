@@ -1,0 +1,121 @@
+"""What Pinecone does not hold, kept in S3: full parent texts (pages/sections), one manifest per document
+(content hash, chunk ids, its BM25 contribution) and the BM25 corpus statistics of each namespace.
+
+Layout under the prefix: parents/<ns>/<parent_id>, manifests/<ns>/<doc_id>.json, stats/<ns>.json.
+The statistics are read-modify-written; the ingest Lambda runs with reserved concurrency 1 so there is
+one writer.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any
+
+from citerag.search.sparse import CorpusStats
+
+_DEFAULT_NS = "__default__"
+
+
+def _ns(namespace: str) -> str:
+    return namespace or _DEFAULT_NS
+
+
+class S3DocumentStore:
+    def __init__(self, client: Any, bucket: str, prefix: str = "citerag/", stats_ttl_s: float = 300.0) -> None:
+        self.s3 = client
+        self.bucket = bucket
+        self.prefix = prefix
+        self.stats_ttl_s = stats_ttl_s
+        self._stats_cache: dict[str, tuple[float, CorpusStats]] = {}
+        self._lock = threading.Lock()
+
+    def _key(self, *parts: str) -> str:
+        return self.prefix + "/".join(parts)
+
+    # --- parents ------------------------------------------------------------------------------------------
+
+    def put_parents(self, parents: dict[str, str], namespace: str) -> None:
+        for pid, text in parents.items():
+            self.s3.put_object(Bucket=self.bucket, Key=self._key("parents", _ns(namespace), pid),
+                               Body=text.encode("utf-8"), ContentType="text/plain; charset=utf-8")
+
+    def get_parent(self, parent_id: str, namespace: str = "") -> str | None:
+        try:
+            obj = self.s3.get_object(Bucket=self.bucket, Key=self._key("parents", _ns(namespace), parent_id))
+        except self.s3.exceptions.NoSuchKey:
+            return None
+        return obj["Body"].read().decode("utf-8")
+
+    def delete_parents(self, parent_ids: list[str], namespace: str) -> None:
+        keys = [{"Key": self._key("parents", _ns(namespace), p)} for p in parent_ids]
+        for start in range(0, len(keys), 1000):
+            self.s3.delete_objects(Bucket=self.bucket, Delete={"Objects": keys[start : start + 1000], "Quiet": True})
+
+    # --- manifests ----------------------------------------------------------------------------------------
+
+    def get_manifest(self, doc_id: str, namespace: str = "") -> dict[str, Any] | None:
+        try:
+            obj = self.s3.get_object(Bucket=self.bucket, Key=self._key("manifests", _ns(namespace), f"{doc_id}.json"))
+        except self.s3.exceptions.NoSuchKey:
+            return None
+        return json.loads(obj["Body"].read())
+
+    def put_manifest(self, doc_id: str, manifest: dict[str, Any], namespace: str) -> None:
+        self.s3.put_object(Bucket=self.bucket, Key=self._key("manifests", _ns(namespace), f"{doc_id}.json"),
+                           Body=json.dumps(manifest).encode(), ContentType="application/json")
+
+    def delete_manifest(self, doc_id: str, namespace: str) -> None:
+        self.s3.delete_object(Bucket=self.bucket, Key=self._key("manifests", _ns(namespace), f"{doc_id}.json"))
+
+    def list_manifests(self, namespace: str = "") -> list[dict[str, Any]]:
+        out = []
+        paginator = self.s3.get_paginator("list_objects_v2")
+        for page in paginator.paginate(Bucket=self.bucket, Prefix=self._key("manifests", _ns(namespace), "")):
+            for item in page.get("Contents", []):
+                out.append(json.loads(self.s3.get_object(Bucket=self.bucket, Key=item["Key"])["Body"].read()))
+        return out
+
+    # --- BM25 statistics ----------------------------------------------------------------------------------
+
+    def corpus_stats(self, namespace: str = "") -> CorpusStats:
+        ns = _ns(namespace)
+        with self._lock:
+            hit = self._stats_cache.get(ns)
+            if hit and time.monotonic() - hit[0] < self.stats_ttl_s:
+                return hit[1]
+        stats = self._read_stats(ns)
+        with self._lock:
+            self._stats_cache[ns] = (time.monotonic(), stats)
+        return stats
+
+    def _read_stats(self, ns: str) -> CorpusStats:
+        try:
+            obj = self.s3.get_object(Bucket=self.bucket, Key=self._key("stats", f"{ns}.json"))
+        except self.s3.exceptions.NoSuchKey:
+            return CorpusStats()
+        data = json.loads(obj["Body"].read())
+        return CorpusStats(n_docs=int(data["n_docs"]), total_len=int(data["total_len"]),
+                           df={int(k): int(v) for k, v in data["df"].items()})
+
+    def apply_stats(self, namespace: str, added: dict[int, int], removed: dict[int, int],
+                    docs_delta: int, len_delta: int) -> CorpusStats:
+        ns = _ns(namespace)
+        stats = self._read_stats(ns)
+        for t, c in added.items():
+            stats.df[t] = stats.df.get(t, 0) + c
+        for t, c in removed.items():
+            left = stats.df.get(t, 0) - c
+            if left > 0:
+                stats.df[t] = left
+            else:
+                stats.df.pop(t, None)
+        stats.n_docs = max(0, stats.n_docs + docs_delta)
+        stats.total_len = max(0, stats.total_len + len_delta)
+        body = {"n_docs": stats.n_docs, "total_len": stats.total_len, "df": {str(k): v for k, v in stats.df.items()}}
+        self.s3.put_object(Bucket=self.bucket, Key=self._key("stats", f"{ns}.json"),
+                           Body=json.dumps(body, separators=(",", ":")).encode(), ContentType="application/json")
+        with self._lock:
+            self._stats_cache[ns] = (time.monotonic(), stats)
+        return stats
