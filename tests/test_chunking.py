@@ -32,7 +32,7 @@ def _doc(sections):
 def test_chunks_carry_metadata_and_parent_is_the_page():
     doc = _doc([Section(text="一文目です。二文目です。", page=1), Section(text="Page two.", page=2)])
     chunks = chunk_document(doc, max_chars=100)
-    assert [(c.page, c.parent_id) for c in chunks] == [(1, "d1#p1"), (2, "d1#p2")]
+    assert [(c.page, c.parent_id) for c in chunks] == [(1, "d1#h#p1"), (2, "d1#h#p2")]
     c = chunks[0]
     assert (c.source_uri, c.title, c.doc_id, c.content_hash, c.lang) == ("file:///d.pdf", "D", "d1", "h", "ja")
     assert doc.sections[0].text[c.char_start : c.char_end] == c.text

@@ -37,7 +37,8 @@ def pinecone_api_key(secret_name: str, max_age_s: int = 300) -> str:
     try:
         raw = parameters.get_secret(secret_name, max_age=max_age_s)
     except Exception as exc:  # GetParameterError wraps ClientError; keep the reason, not the payload
-        raise DependencyError(f"cannot read the Pinecone API key secret {secret_name!r}: {type(exc).__name__}") from None
+        reason = type(exc).__name__
+        raise DependencyError(f"cannot read the Pinecone API key secret {secret_name!r}: {reason}") from None
     value = raw.decode() if isinstance(raw, bytes) else str(raw)
     value = value.strip()
     if value.startswith("{"):

@@ -395,6 +395,40 @@ def invoke(
             out.print_json(body["body"])
 
 
+@app.command("bench-handler")
+def bench_handler(
+    repeats: Annotated[int, typer.Option("--repeats", min=5)] = 50,
+    as_json: JsonOpt = False,
+) -> None:
+    """Search Lambda latency against local doubles: 100 ms Titan + 50 ms per Pinecone query, then zero latency
+    with 50 candidates (the handler's own overhead). Needs the dev extra (moto)."""
+    from citerag.testing import handler_bench
+
+    with _errors(as_json):
+        try:
+            import moto  # noqa: F401
+        except ImportError:
+            raise CiteragError("bench-handler needs moto: pip install -e '.[dev]'") from None
+        runs = {
+            "latency_100_50": handler_bench.run(samples_dir(), titan_ms=100, pinecone_ms=50, candidates=50,
+                                                repeats=repeats),
+            "overhead_0_0": handler_bench.run(samples_dir(), titan_ms=0, pinecone_ms=0, candidates=50,
+                                              repeats=repeats),
+        }
+        if as_json:
+            print(json.dumps(runs))
+            return
+        table = Table(title="search handler (doubles)")
+        for col in ("run", "Titan ms", "Pinecone ms", "candidates", "p50 ms", "p95 ms", "results"):
+            table.add_column(col)
+        for name, r in runs.items():
+            table.add_row(name, str(r["titan_ms"]), str(r["pinecone_ms"]), str(r["candidates"]),
+                          f"{r['p50_ms']:.1f}", f"{r['p95_ms']:.1f}", str(r["results"]))
+        out.print(table)
+        out.print("sequential dependency time for the first run would be "
+                  f"{100 + 50 + 50} ms (embed, dense query, sparse query one after another)")
+
+
 def main() -> None:
     try:
         app()

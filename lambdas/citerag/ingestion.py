@@ -14,7 +14,7 @@ from urllib.parse import unquote, urlparse
 
 from pydantic import BaseModel
 
-from citerag.documents.chunking import chunk_document
+from citerag.documents.chunking import chunk_document, parent_id_for
 from citerag.documents.loaders import SUPPORTED_SUFFIXES, kind_for, load_bytes
 from citerag.documents.model import LoadedDocument, content_hash_of, doc_id_for
 from citerag.errors import CiteragError, DependencyError, DocumentError
@@ -116,10 +116,7 @@ class Ingestor:
             records.append(
                 Record(id=c.id, values=v, sparse=encode_document(cnt, stats), metadata=md, length=sum(cnt.values()))
             )
-        parents: dict[str, str] = {}
-        for i, section in enumerate(doc.sections):
-            pid = f"{doc.doc_id}#p{section.page}" if section.page else f"{doc.doc_id}#s{i}"
-            parents[pid] = section.text
+        parents = {parent_id_for(doc, i): section.text for i, section in enumerate(doc.sections)}
         info = DocumentInfo(
             doc_id=doc.doc_id, source_uri=doc.source_uri, title=doc.title, content_hash=doc.content_hash,
             kind=doc.kind, n_chunks=len(records), ingested_at=_now(), namespace=self.namespace,

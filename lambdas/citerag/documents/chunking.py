@@ -17,7 +17,7 @@ def chunk_document(
 ) -> list[Chunk]:
     chunks: list[Chunk] = []
     for s_index, section in enumerate(doc.sections):
-        parent_id = f"{doc.doc_id}#p{section.page}" if section.page else f"{doc.doc_id}#s{s_index}"
+        parent_id = parent_id_for(doc, s_index)
         lang = detect_language(section.text)
         for start, end in chunk_spans(section.text, max_chars=max_chars, overlap_chars=overlap_chars):
             idx = len(chunks)
@@ -39,6 +39,13 @@ def chunk_document(
                 )
             )
     return chunks
+
+
+def parent_id_for(doc: LoadedDocument, s_index: int) -> str:
+    """Parent ids include the content version, so a stored parent never changes under its id (safe to cache)."""
+    section = doc.sections[s_index]
+    where = f"p{section.page}" if section.page else f"s{s_index}"
+    return f"{doc.doc_id}#{doc.content_hash[:12]}#{where}"
 
 
 def chunk_spans(text: str, *, max_chars: int, overlap_chars: int) -> list[tuple[int, int]]:

@@ -21,7 +21,9 @@ class CircuitOpenError(RuntimeError):
 
 
 class CircuitBreaker:
-    def __init__(self, name: str, threshold: int = 5, cooldown_s: float = 30.0, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self, name: str, threshold: int = 5, cooldown_s: float = 30.0, clock: Callable[[], float] = time.monotonic
+    ):
         self.name = name
         self.threshold = threshold
         self.cooldown_s = cooldown_s

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections import OrderedDict
 from typing import Any
 
 from citerag.search.sparse import CorpusStats
@@ -29,6 +30,9 @@ class S3DocumentStore:
         self.prefix = prefix
         self.stats_ttl_s = stats_ttl_s
         self._stats_cache: dict[str, tuple[float, CorpusStats]] = {}
+        # Parent ids carry the document version, so a parent text never changes under its key: cache freely.
+        self._parents: OrderedDict[tuple[str, str], str] = OrderedDict()
+        self.parent_cache_size = 512
         self._lock = threading.Lock()
 
     def _key(self, *parts: str) -> str:
@@ -42,11 +46,21 @@ class S3DocumentStore:
                                Body=text.encode("utf-8"), ContentType="text/plain; charset=utf-8")
 
     def get_parent(self, parent_id: str, namespace: str = "") -> str | None:
+        ck = (namespace, parent_id)
+        with self._lock:
+            if ck in self._parents:
+                self._parents.move_to_end(ck)
+                return self._parents[ck]
         try:
             obj = self.s3.get_object(Bucket=self.bucket, Key=self._key("parents", _ns(namespace), parent_id))
         except self.s3.exceptions.NoSuchKey:
             return None
-        return obj["Body"].read().decode("utf-8")
+        text = obj["Body"].read().decode("utf-8")
+        with self._lock:
+            self._parents[ck] = text
+            while len(self._parents) > self.parent_cache_size:
+                self._parents.popitem(last=False)
+        return text
 
     def delete_parents(self, parent_ids: list[str], namespace: str) -> None:
         keys = [{"Key": self._key("parents", _ns(namespace), p)} for p in parent_ids]

@@ -37,6 +37,7 @@ class Behaviour:
     latency_s: float = 0.0
     fail_status: int | None = None  # respond with this HTTP status instead
     fail_body: dict[str, Any] = field(default_factory=dict)
+    fail_headers: dict[str, str] = field(default_factory=dict)  # e.g. {"x-amzn-ErrorType": "ThrottlingException"}
     fail_times: int | None = None  # fail only the first N requests, then recover
 
 
@@ -50,6 +51,9 @@ class _Server:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body go out in separate writes; without TCP_NODELAY the client's delayed ACK adds
+            # ~40 ms to some responses, which would be the double's latency, not the code under test.
+            disable_nagle_algorithm = True
 
             def log_message(self, *args):  # keep test output clean
                 pass
@@ -74,7 +78,7 @@ class _Server:
                 if failing:
                     with outer._lock:
                         outer._failed += 1
-                    status, payload, headers = b.fail_status, b.fail_body, {}
+                    status, payload, headers = b.fail_status, b.fail_body, dict(b.fail_headers)
                 else:
                     status, payload, headers = outer.route(req)
                 data = json.dumps(payload).encode()
@@ -181,8 +185,9 @@ class PineconeDouble(_Server):
             ids = req.query.get("ids", [])
             return 200, {"vectors": {i: space[i] for i in ids if i in space}, "namespace": ns}, {}
         if req.method == "POST" and req.path == "/describe_index_stats":
+            total = sum(map(len, self.store.values()))
             return 200, {"namespaces": {k: {"vectorCount": len(v)} for k, v in self.store.items()},
-                         "dimension": 0, "indexFullness": 0.0, "totalVectorCount": sum(map(len, self.store.values()))}, {}
+                         "dimension": 0, "indexFullness": 0.0, "totalVectorCount": total}, {}
         return 404, {"error": {"code": "NOT_FOUND", "message": f"no route {req.method} {req.path}"}}, {}
 
     def _query(self, body: dict[str, Any], space: dict[str, dict[str, Any]], ns: str) -> dict[str, Any]:

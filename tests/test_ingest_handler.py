@@ -1,0 +1,227 @@
+"""citerag.handlers.ingest with moto S3/SQS: partial batch failures, DLQ with reasons, idempotency."""
+
+from __future__ import annotations
+
+import copy
+import json
+from urllib.parse import quote_plus
+
+import boto3
+import pytest
+from citerag.agent.s3_events import PoisonMessage, parse_notification
+from citerag.documents.sources import S3ObjectSource
+from citerag.errors import DependencyError
+from citerag.handlers import ingest as ingest_handler
+from citerag.handlers.local import LocalContext
+from citerag.settings import Components, Settings
+from conftest import SAMPLES, make_encrypted_pdf
+from handler_support import event
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from moto import mock_aws
+
+BUCKET = "citerag-documents-123456789012"
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    from citerag import aws
+
+    aws.client.cache_clear()
+    with mock_aws():
+        s3 = boto3.client("s3", region_name="ap-northeast-1")
+        s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "ap-northeast-1"})
+        sqs = boto3.client("sqs", region_name="ap-northeast-1")
+        dlq = sqs.create_queue(QueueName="citerag-ingest-dlq")["QueueUrl"]
+        comps = Components(Settings(data_dir=tmp_path / "data", embedder="hashing", dlq_url=dlq))
+        monkeypatch.setattr(ingest_handler, "_components", comps)
+        monkeypatch.setattr(ingest_handler, "_source", S3ObjectSource(s3))
+        yield {"s3": s3, "sqs": sqs, "dlq": dlq, "comps": comps}
+    aws.client.cache_clear()
+
+
+def s3_record(key: str, name: str = "ObjectCreated:Put", bucket: str = BUCKET) -> dict:
+    rec = copy.deepcopy(json.loads(event("ingest-created.json")["Records"][0]["body"])["Records"][0])
+    rec["eventName"] = name
+    rec["s3"]["bucket"]["name"] = bucket
+    rec["s3"]["object"]["key"] = key
+    return rec
+
+
+def sqs_event(*bodies) -> dict:
+    base = event("ingest-created.json")["Records"][0]
+    recs = []
+    for i, b in enumerate(bodies):
+        r = copy.deepcopy(base)
+        r["messageId"] = f"msg-{i}"
+        r["body"] = b if isinstance(b, str) else json.dumps(b, ensure_ascii=False)
+        recs.append(r)
+    return {"Records": recs}
+
+
+def run(ev):
+    return ingest_handler.handler(ev, LocalContext(function_name="citerag-ingest"))
+
+
+def dlq_messages(env) -> list[dict]:
+    out = env["sqs"].receive_message(QueueUrl=env["dlq"], MaxNumberOfMessages=10, MessageAttributeNames=["All"])
+    return out.get("Messages", [])
+
+
+def put(env, key: str, data: bytes, **meta):
+    env["s3"].put_object(Bucket=BUCKET, Key=key, Body=data, Metadata=meta)
+
+
+def docs(env):
+    return {d.source_uri: d for d in env["comps"].index.list_documents()}
+
+
+def test_sample_events_index_and_remove(env):
+    for name in ("faq-en.md", "kumo-pure-300-manual-ja.pdf"):
+        put(env, name, (SAMPLES / name).read_bytes())
+    assert run(event("ingest-created.json")) == {"batchItemFailures": []}
+    assert set(docs(env)) == {f"s3://{BUCKET}/faq-en.md", f"s3://{BUCKET}/kumo-pure-300-manual-ja.pdf"}
+    misses = env["comps"].embedder.misses
+    assert run(event("ingest-created.json")) == {"batchItemFailures": []}  # redelivery: nothing changes
+    assert env["comps"].embedder.misses == misses
+    assert run(event("ingest-removed.json")) == {"batchItemFailures": []}
+    assert set(docs(env)) == {f"s3://{BUCKET}/kumo-pure-300-manual-ja.pdf"}
+    assert run(event("ingest-test-event.json")) == {"batchItemFailures": []}
+
+
+def test_unicode_and_url_encoded_keys(env):
+    key = "マニュアル/よくある質問 2026.md"
+    put(env, key, (SAMPLES / "faq-ja.md").read_bytes())
+    assert run(event("ingest-unicode-key.json")) == {"batchItemFailures": []}
+    assert f"s3://{BUCKET}/{key}" in docs(env)
+
+
+def test_object_metadata_becomes_access_metadata(env):
+    put(env, "acme/manual.md", b"# Manual\n\nThe acme manual text.\n", tenant="acme", groups="support, sales")
+    run(sqs_event({"Records": [s3_record("acme/manual.md")]}))
+    import numpy as np
+
+    (m,) = env["comps"].index.query_dense(np.ones(env["comps"].embedder.dim, np.float32), 5, {"tenant": "acme"})
+    assert m.metadata["groups"] == ["support", "sales"]
+
+
+def test_poison_and_permanent_failures_go_to_the_dlq_with_their_reason(env):
+    put(env, "support-contacts.txt", (SAMPLES / "support-contacts.txt").read_bytes())
+    put(env, "slides.pptx", b"PK\x03\x04")
+    resp = run(event("ingest-mixed.json"))
+    assert resp == {"batchItemFailures": []}  # retrying cannot fix these: they are not returned as failures
+    assert f"s3://{BUCKET}/support-contacts.txt" in docs(env)
+    reasons = sorted(m["MessageAttributes"]["reason"]["StringValue"] for m in dlq_messages(env))
+    assert reasons == ["message body is not JSON", f"s3://{BUCKET}/slides.pptx: unsupported file type .pptx; "
+                       "supported: .htm, .html, .markdown, .md, .pdf, .text, .txt"]
+
+
+def test_transient_failures_are_reported_for_retry(env, monkeypatch):
+    put(env, "faq-en.md", (SAMPLES / "faq-en.md").read_bytes())
+
+    class Down:
+        def get(self, bucket, key):
+            raise DependencyError(f"cannot read s3://{bucket}/{key}: SlowDown")
+
+    monkeypatch.setattr(ingest_handler, "_source", Down())
+    ev = sqs_event({"Records": [s3_record("faq-en.md")]}, {"Event": "s3:TestEvent"})
+    assert run(ev) == {"batchItemFailures": [{"itemIdentifier": "msg-0"}]}
+    assert dlq_messages(env) == []  # SQS retries it; the redrive policy moves it to the DLQ later
+
+
+def test_object_deleted_before_processing_removes_the_document(env):
+    put(env, "faq-en.md", (SAMPLES / "faq-en.md").read_bytes())
+    run(sqs_event({"Records": [s3_record("faq-en.md")]}))
+    env["s3"].delete_object(Bucket=BUCKET, Key="faq-en.md")
+    assert run(sqs_event({"Records": [s3_record("faq-en.md")]})) == {"batchItemFailures": []}
+    assert docs(env) == {}
+
+
+def test_a_failed_reingest_keeps_the_previous_version(env):
+    put(env, "guide.md", b"# Guide\n\nVersion one text.\n")
+    run(sqs_event({"Records": [s3_record("guide.md")]}))
+    before = docs(env)[f"s3://{BUCKET}/guide.md"].content_hash
+    put(env, "guide.md", b"\xff\xfe not utf-8 \xff")
+    run(sqs_event({"Records": [s3_record("guide.md")]}))
+    assert docs(env)[f"s3://{BUCKET}/guide.md"].content_hash == before
+    assert "not valid UTF-8" in dlq_messages(env)[0]["MessageAttributes"]["reason"]["StringValue"]
+
+
+BAD = [
+    ("not JSON", "{{{", "poison", "not JSON"),
+    ("JSON array", "[1, 2]", "poison", "not a JSON object"),
+    ("JSON number", "42", "poison", "not a JSON object"),
+    ("JSON null", "null", "poison", "not a JSON object"),
+    ("no Records", {"foo": 1}, "poison", "no Records list"),
+    ("Records not a list", {"Records": {"a": 1}}, "poison", "no Records list"),
+    ("record not an object", {"Records": ["x"]}, "poison", "not an S3 event"),
+    ("wrong eventSource", {"Records": [{**s3_record("a.md"), "eventSource": "aws:sns"}]}, "poison", "not an S3 event"),
+    ("missing s3 block", {"Records": [{k: v for k, v in s3_record("a.md").items() if k != "s3"}]}, "poison",
+     "no object key"),
+    ("empty key", {"Records": [s3_record("")]}, "poison", "no object key"),
+    ("bad percent-encoding", {"Records": [s3_record("bad%FFkey.md")]}, "poison", "not valid URL-encoded UTF-8"),
+    ("bucket name too short", {"Records": [s3_record("a.md", bucket="b")]}, "poison", "bucket"),
+    ("key too long", {"Records": [s3_record("k" * 1100 + ".md")]}, "poison", "key"),
+    ("unsupported type", {"Records": [s3_record("deck.pptx")]}, "failed", "unsupported file type .pptx"),
+    ("empty object", {"Records": [s3_record("empty.txt")]}, "failed", "file is empty"),
+    ("corrupt pdf", {"Records": [s3_record("broken.pdf")]}, "failed", "corrupt"),
+    ("encrypted pdf", {"Records": [s3_record("locked.pdf")]}, "failed", "password-protected"),
+    ("non-UTF-8 text", {"Records": [s3_record("sjis.txt")]}, "failed", "not valid UTF-8"),
+    ("image-free binary as text", {"Records": [s3_record("bin.txt")]}, "failed", "binary file"),
+    ("no extension", {"Records": [s3_record("README")]}, "failed", "unsupported file type (no extension)"),
+    ("missing object", {"Records": [s3_record("never-uploaded.md")]}, "removed", ""),
+    ("object removed event", {"Records": [s3_record("never-uploaded.md", "ObjectRemoved:Delete")]}, "removed", ""),
+    ("lifecycle expiration", {"Records": [s3_record("x.md", "LifecycleExpiration:Delete")]}, "removed", ""),
+    ("restore event ignored", {"Records": [s3_record("x.md", "ObjectRestore:Completed")]}, "ignored", ""),
+    ("S3 test event", {"Event": "s3:TestEvent", "Service": "Amazon S3"}, "ignored", ""),
+    ("empty Records", {"Records": []}, "ignored", ""),
+    ("plus means space", {"Records": [s3_record("my+notes.md")]}, "added", ""),
+]
+
+
+@pytest.mark.parametrize(("name", "body", "outcome", "text"), BAD, ids=[b[0] for b in BAD])
+def test_bad_input_matrix(env, name, body, outcome, text):
+    put(env, "empty.txt", b"")
+    put(env, "broken.pdf", b"%PDF-1.4 truncated")
+    put(env, "locked.pdf", make_encrypted_pdf())
+    put(env, "sjis.txt", "日本語".encode("shift_jis"))
+    put(env, "bin.txt", b"\x00\x01\x02\x03")
+    put(env, "deck.pptx", b"PK")
+    put(env, "README", b"text")
+    put(env, "my notes.md", b"# Notes\n\nSome notes.\n")
+    resp = run(sqs_event(body))
+    assert resp == {"batchItemFailures": []}, name
+    dead = dlq_messages(env)
+    if outcome in ("poison", "failed"):
+        assert len(dead) == 1 and text in dead[0]["MessageAttributes"]["reason"]["StringValue"]
+        assert dead[0]["Body"] == (body if isinstance(body, str) else json.dumps(body, ensure_ascii=False))
+    else:
+        assert dead == []
+    if outcome == "added":
+        assert f"s3://{BUCKET}/my notes.md" in docs(env)
+
+
+def test_not_an_sqs_event_is_rejected_without_raising(env):
+    assert run({"hello": "world"}) == {"batchItemFailures": []}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(max_size=200), st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=20)),
+    lambda c: st.one_of(st.lists(c, max_size=3), st.dictionaries(
+        st.sampled_from(["Records", "eventSource", "eventName", "s3", "bucket", "object", "key", "name", "Event"]),
+        c, max_size=4)), max_leaves=20).map(json.dumps)))
+def test_fuzzed_notification_bodies_only_ever_raise_poison(body):
+    try:
+        events = parse_notification(body)
+    except PoisonMessage:
+        return
+    for ev in events:
+        assert ev.action in ("created", "removed") and ev.key and ev.bucket
+
+
+def test_url_encoding_round_trip():
+    (ev,) = parse_notification(json.dumps({"Records": [s3_record(quote_plus("資料/a b+c.md"))]}))
+    assert ev.key == "資料/a b+c.md"
