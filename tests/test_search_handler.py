@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from citerag.agent import source_ids
 from citerag.handlers import search as search_handler
 from citerag.handlers.local import LocalContext
 from citerag.settings import Components, Settings
@@ -39,7 +40,8 @@ def test_basic_search_returns_results_with_source_metadata():
     body = assert_action_group_response(resp, budget=25_000)
     assert "cite" in body["instructions"]
     first = body["results"][0]
-    assert first["source_id"] == "S1" and first["uri"].startswith("file://") and first["title"]
+    assert first["source_id"].startswith("S1-") and source_ids.verify("citerag-local", first["source_id"])
+    assert first["uri"].startswith("file://") and first["title"]
     assert {"text", "uri", "title", "page", "score"} <= set(first)
     assert resp["sessionAttributes"]["citerag_search_retries"] == "0"
     assert "responseState" not in resp["response"]["functionResponse"]

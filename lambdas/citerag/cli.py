@@ -13,8 +13,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
 
-import typer
-from rich.console import Console
+try:
+    import typer
+    from rich.console import Console
+except ImportError:  # pragma: no cover - the Lambda base install has no command line
+    raise SystemExit("The command line needs an extra: pip install 'citerag[local]' or 'citerag[cli]'") from None
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -297,6 +300,7 @@ def bench(
     fusion: Annotated[str | None, typer.Option("--fusion", help="rrf or convex (default: settings)")] = None,
     alpha: Annotated[float | None, typer.Option("--alpha", min=0.0, max=1.0)] = None,
     sweep: Annotated[bool, typer.Option("--sweep", help="also compare fusion methods and alphas")] = False,
+    packing: Annotated[bool, typer.Option("--packing", help="also compare packers on the top 20 in 25 KB")] = False,
     index: IndexOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -324,6 +328,8 @@ def bench(
             idx, build_s, embedded = b.build_index(ds, comps.embedder, path, tick)
             results = b.run(ds, comps.embedder, idx, comps.settings.search_config(), modes, tick)
             sweep_res = b.fusion_sweep(ds, comps.embedder, idx) if sweep else None
+            packing_res = (b.packing_comparison(ds, comps.embedder, idx, comps.settings.search_config(),
+                                                budget=comps.settings.response_budget_bytes) if packing else None)
         for m in results.values():
             m["index_build_s"] = build_s
         cfg = comps.settings.search_config()
@@ -335,6 +341,8 @@ def bench(
             payload["_run"] = meta
             if sweep_res:
                 payload["_fusion_sweep"] = sweep_res
+            if packing_res:
+                payload["_packing"] = packing_res
             print(json.dumps(payload))
             return
         table = Table(title=f"{ds.name} ({len(ds.corpus)} docs, {results[modes[0]]['queries']} queries)")
@@ -353,6 +361,13 @@ def bench(
             for name, r in sweep_res.items():
                 st.add_row(name, *(f"{r[k]:.4f}" for k in ("ndcg@10", "recall@5", "recall@100", "mrr@10")))
             out.print(st)
+        if packing_res:
+            p = packing_res
+            out.print(f"packing top {p['top_k']} into {p['budget_bytes']:,} bytes: relevant document in the payload "
+                      f"for {p['relevant_in_payload']['citerag']:.1%} of queries (citerag) vs "
+                      f"{p['relevant_in_payload']['drop_tail']:.1%} (drop whole results from the tail); "
+                      f"{p['relevant_in_top_k']:.1%} had it in the top {p['top_k']}; median results kept "
+                      f"{p['median_results_kept']['citerag']} vs {p['median_results_kept']['drop_tail']}")
 
 
 # --- invoke --------------------------------------------------------------------------------------------------

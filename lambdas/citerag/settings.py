@@ -74,6 +74,8 @@ class Settings(BaseSettings):
     store_prefix: str = "citerag/"
     rerank_model_arn: str | None = None
     dlq_url: str | None = Field(None, description="ingest: permanent failures are sent here with their reason")
+    # Signs source ids so the parser can reject ids no search issued; the CDK stack sets a per-deployment value.
+    source_id_key: str = "citerag-local"
 
     @property
     def resolved_index_path(self) -> Path:
@@ -177,7 +179,8 @@ class Components:
 
         s = self.settings
         cfg = SearchToolConfig(budget_bytes=s.response_budget_bytes, default_top_k=s.default_top_k,
-                               max_retries=s.max_search_retries, acl_required=s.acl_required, namespace=s.namespace)
+                               max_retries=s.max_search_retries, acl_required=s.acl_required, namespace=s.namespace,
+                               source_id_key=s.source_id_key)
         return SearchTool(self.pipeline(expand_parents=True), cfg)
 
     def ingestor(self, extra_metadata: dict | None = None):

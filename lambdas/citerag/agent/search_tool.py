@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from citerag.errors import DependencyError, FilterSyntaxError
+from citerag.agent import source_ids
 from citerag.search import filters as flt_mod
 from citerag.search import packing
 from citerag.search.pipeline import MAX_QUERY_CHARS, SearchPipeline
@@ -37,6 +38,7 @@ class SearchToolConfig(BaseModel):
     tenant_attribute: str = "tenant"
     groups_attribute: str = "groups"
     namespace: str = ""
+    source_id_key: str = "citerag-local"
 
 
 class ToolResult(BaseModel):
@@ -102,7 +104,9 @@ class SearchTool:
                     "answer this question; do not answer from memory.")},
                 session_attributes={**session, RETRY_ATTRIBUTE: "0"}, outcome="not_found",
             )
-        items = packing.assign_source_ids([hit_item(h) for h in relevant])
+        nonce = source_ids.nonce_for(params["query"], *(h.id for h in relevant))
+        items = [{"source_id": source_ids.make(cfg.source_id_key, nonce, i), **hit_item(h)}
+                 for i, h in enumerate(relevant, start=1)]
         return ToolResult(payload=build_payload(items, notes), kept=items, query=params["query"],
                           session_attributes={**session, RETRY_ATTRIBUTE: "0"}, outcome="ok")
 

@@ -159,3 +159,55 @@ def fusion_sweep(
         out[name] = evaluate(runs, ds.qrels)
     del pipeline
     return out
+
+
+def packing_comparison(
+    ds: Dataset, embedder: CachedEmbedder, index: SqliteIndex, config: SearchConfig, *,
+    top_k: int = 20, budget: int = 25_000,
+) -> dict[str, Any]:
+    """Share of queries whose relevant document survives packing of the top-k hybrid hits into a Lambda
+    response of `budget` bytes: citerag's packer vs dropping whole results from the tail."""
+    from citerag.agent.search_tool import ToolResult
+    from citerag.agent.tool_spec import FUNCTION_NAME
+    from citerag.search import packing
+    from citerag.search.response import body_text_cost, build_payload, dumps_body, hit_item
+
+    pipeline = SearchPipeline(embedder, index, config)
+    qids = [q for q in ds.qrels if q in ds.queries]
+    result = ToolResult(payload={}, session_attributes={"citerag_search_retries": "0"})
+
+    def envelope(body: str) -> dict[str, Any]:
+        # The action-group response shape (see handlers/search.py), as the Lambda runtime serializes it.
+        return {"messageVersion": "1.0", "response": {"actionGroup": "citerag-search", "function": FUNCTION_NAME,
+                "functionResponse": {"responseBody": {"TEXT": {"body": body}}}},
+                "sessionAttributes": result.session_attributes, "promptSessionAttributes": {}}
+
+    def build(items: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"body": dumps_body(build_payload(items))}
+
+    def size(built: dict[str, Any]) -> int:
+        return len(json.dumps(envelope(built["body"])).encode("utf-8"))
+
+    hits_in = {"citerag": 0, "drop_tail": 0, "unpacked": 0}
+    kept_counts: dict[str, list[int]] = {"citerag": [], "drop_tail": []}
+    for q in qids:
+        query = ds.queries[q]
+        hits = pipeline.search(query, top_k=top_k, grade=False).hits
+        relevant = {d for d, r in ds.qrels[q].items() if r > 0}
+        items = packing.assign_source_ids([{**hit_item(h), "doc_id": h.doc_id} for h in hits])
+        if any(it["doc_id"] in relevant for it in items):
+            hits_in["unpacked"] += 1
+        mine_payload, mine = packing.pack(items, build, budget, query, size=size, text_cost=body_text_cost)
+        seed_payload, seed = packing.drop_tail(items, build, budget, size=size)
+        assert size(mine_payload) <= budget and size(seed_payload) <= budget
+        for name, kept in (("citerag", mine), ("drop_tail", seed)):
+            kept_counts[name].append(len(kept))
+            if any(it["doc_id"] in relevant and it["text"] for it in kept):
+                hits_in[name] += 1
+    n = len(qids)
+    return {
+        "queries": n, "top_k": top_k, "budget_bytes": budget,
+        "relevant_in_top_k": hits_in["unpacked"] / n,
+        "relevant_in_payload": {"citerag": hits_in["citerag"] / n, "drop_tail": hits_in["drop_tail"] / n},
+        "median_results_kept": {k: sorted(v)[len(v) // 2] for k, v in kept_counts.items()},
+    }

@@ -1,0 +1,79 @@
+"""Output guard: masks personal data in answers. Rules are configurable (enable by name, add your own regex,
+allow-list known public values such as a company's support number)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+def _luhn(digits: str) -> bool:
+    total = 0
+    for i, ch in enumerate(reversed(digits)):
+        d = int(ch)
+        if i % 2:
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+    return total % 10 == 0
+
+
+def _my_number(digits: str) -> bool:
+    """Japanese individual number (My Number): 12 digits, the last a check digit."""
+    if len(digits) != 12:
+        return False
+    body = [int(c) for c in digits[:11]]
+    s = sum(d * (n + 1 if n <= 6 else n - 5) for n, d in zip(range(1, 12), reversed(body), strict=True))
+    check = 0 if s % 11 <= 1 else 11 - s % 11
+    return check == int(digits[11])
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    pattern: re.Pattern[str]
+    label: str
+    check: object = None  # optional callable(str digits) -> bool
+
+
+_NUM_SEP = r"[ \-‐－]?"
+RULES: dict[str, Rule] = {
+    # Bounded repeats keep every rule linear in the text length (model output can be very long).
+    "email": Rule("email", re.compile(r"[A-Za-z0-9._%+\-]{1,64}@[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63}){0,8}"
+                                      r"\.[A-Za-z]{2,24}"), "[EMAIL]"),
+    "card": Rule("card", re.compile(r"\b(?:\d[ \-]?){12,18}\d\b"), "[CARD]", _luhn),
+    "my_number": Rule("my_number", re.compile(r"\b\d{4}[ \-]?\d{4}[ \-]?\d{4}\b"), "[MY_NUMBER]", _my_number),
+    # Japanese numbers: 0X-XXXX-XXXX, 0XX-XXX-XXXX, mobiles 0X0-XXXX-XXXX, toll-free 0120-XXX-XXX, +81 forms;
+    # and international +<country> numbers.
+    "phone": Rule("phone", re.compile(
+        r"(?<![\d\-])(?:\+81[ \-]?\d{1,4}|0\d{1,4})" + _NUM_SEP + r"\d{1,4}" + _NUM_SEP + r"\d{3,4}(?![\d\-])"
+        r"|(?<![\d\-])\+\d{1,3}[ \-]?\(?\d{1,4}\)?(?:[ \-]?\d{2,4}){2,3}(?![\d\-])"), "[PHONE]"),
+}
+DEFAULT_RULES = ("email", "card", "my_number", "phone")
+
+
+class PiiMasker:
+    def __init__(self, rules: Iterable[str] = DEFAULT_RULES, extra: dict[str, str] | None = None,
+                 allow: Iterable[str] = ()) -> None:
+        unknown = [r for r in rules if r not in RULES]
+        if unknown:
+            raise ValueError(f"unknown PII rules {unknown}; known: {sorted(RULES)}")
+        self.rules = [RULES[r] for r in rules]
+        for label, pattern in (extra or {}).items():
+            self.rules.append(Rule(label, re.compile(pattern), f"[{label.upper()}]"))
+        self.allow = {a.strip() for a in allow if a.strip()}
+
+    def mask(self, text: str) -> tuple[str, list[str]]:
+        """(masked text, names of the rules that fired)."""
+        fired: list[str] = []
+        for rule in self.rules:
+            def repl(m: re.Match[str], rule: Rule = rule) -> str:
+                value = m.group(0)
+                if value in self.allow:
+                    return value
+                if rule.check is not None and not rule.check(re.sub(r"\D", "", value)):  # type: ignore[operator]
+                    return value
+                fired.append(rule.name)
+                return rule.label
+            text = rule.pattern.sub(repl, text)
+        return text, fired
