@@ -74,6 +74,9 @@ class Settings(BaseSettings):
     store_prefix: str = "citerag/"
     rerank_model_arn: str | None = None
     dlq_url: str | None = Field(None, description="ingest: permanent failures are sent here with their reason")
+    # Local agent runtime: a Bedrock model id for Converse (used when AWS credentials exist), else the
+    # embedded extractive model.
+    chat_model_id: str | None = None
     # Signs source ids so the parser can reject ids no search issued; the CDK stack sets a per-deployment value.
     source_id_key: str = "citerag-local"
 

@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from citerag.errors import DependencyError, FilterSyntaxError
 from citerag.agent import source_ids
+from citerag.errors import DependencyError, FilterSyntaxError
 from citerag.search import filters as flt_mod
 from citerag.search import packing
 from citerag.search.pipeline import MAX_QUERY_CHARS, SearchPipeline

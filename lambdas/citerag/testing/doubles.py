@@ -39,6 +39,7 @@ class Behaviour:
     fail_body: dict[str, Any] = field(default_factory=dict)
     fail_headers: dict[str, str] = field(default_factory=dict)  # e.g. {"x-amzn-ErrorType": "ThrottlingException"}
     fail_times: int | None = None  # fail only the first N requests, then recover
+    cut_after_bytes: int | None = None  # send only this much of a successful response, then drop the connection
 
 
 class _Server:
@@ -81,14 +82,23 @@ class _Server:
                     status, payload, headers = b.fail_status, b.fail_body, dict(b.fail_headers)
                 else:
                     status, payload, headers = outer.route(req)
-                data = json.dumps(payload).encode()
+                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                if "Content-Type" not in headers:
+                    self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 for k, v in headers.items():
                     self.send_header(k, v)
                 self.end_headers()
-                self.wfile.write(data)
+                cut = outer.behaviour.cut_after_bytes
+                if cut is not None and not failing:
+                    # Simulate a connection that drops mid-stream: promise everything, send part, close.
+                    self.wfile.write(data[:cut])
+                    self.wfile.flush()
+                    self.close_connection = True
+                    self.connection.shutdown(2)
+                else:
+                    self.wfile.write(data)
                 req.finished = time.perf_counter()
 
             do_GET = do_POST = do_DELETE = do_PUT = do_PATCH = _handle
@@ -219,3 +229,20 @@ class PineconeDouble(_Server):
                 m["metadata"] = space[vid].get("metadata", {})
             matches.append(m)
         return {"matches": matches, "namespace": ns, "usage": {"readUnits": 5}}
+
+
+class AgentRuntimeDouble(_Server):
+    """bedrock-agent-runtime InvokeAgent: POST /agents/{id}/agentAliases/{alias}/sessions/{session}/text,
+    answered with a prepared event stream (see citerag.testing.eventstream)."""
+
+    def __init__(self, stream: bytes = b"") -> None:
+        super().__init__()
+        self.stream = stream
+
+    def route(self, req: Request):
+        if req.method != "POST" or not re.fullmatch(r"/agents/[^/]+/agentAliases/[^/]+/sessions/[^/]+/text", req.path):
+            return 404, {"message": f"no route {req.method} {req.path}"}, {}
+        session = req.path.split("/")[5]
+        return 200, self.stream, {"Content-Type": "application/vnd.amazon.eventstream",
+                                  "x-amzn-bedrock-agent-content-type": "application/json",
+                                  "x-amz-bedrock-agent-session-id": session}

@@ -1,0 +1,166 @@
+"""Apps call a deployed agent through InvokeAgent and get the answer with full citations.
+
+Action groups produce no retrievedReferences, so the service's attribution cannot name sources. The client
+enables the trace, reads every search result the agent saw (action-group observations) and the source ids
+the answer cited (the orchestration output), and joins them: each cited span gets {uri, title, page, excerpt}.
+The same joiner reads the local runtime's events, so both paths return the same Answer.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from citerag.agent import claude_format as cf
+from citerag.agent.answer import Answer, Citation, Source
+from citerag.errors import CiteragError, DependencyError
+
+
+def answer_from_events(events: Iterable[dict[str, Any]]) -> Answer:
+    text_parts: list[str] = []
+    traces: list[dict[str, Any]] = []
+    sources: dict[str, dict[str, Any]] = {}
+    answer_raw = ""
+    for ev in events:
+        if "chunk" in ev:
+            data = ev["chunk"].get("bytes", b"")
+            text_parts.append(data.decode("utf-8") if isinstance(data, bytes) else str(data))
+        elif "trace" in ev:
+            traces.append(ev["trace"])
+            orch = ev["trace"].get("trace", {}).get("orchestrationTrace", {})
+            obs = orch.get("observation", {})
+            out = obs.get("actionGroupInvocationOutput")
+            if out:
+                for r in _results(out.get("text", "")):
+                    sources[r["source_id"]] = r
+            raw = orch.get("modelInvocationOutput", {}).get("rawResponse", {}).get("content", "")
+            if "<answer" in raw:
+                answer_raw = raw
+    text = "".join(text_parts)
+    parts = cf.answer(answer_raw) or []
+    citations: list[Citation] = []
+    cited: dict[str, Source] = {}
+    cursor = 0
+    for part in parts:
+        if not part.sources:
+            continue
+        start = text.find(part.text, cursor)
+        if start < 0:
+            continue  # post-processing replaced this part (e.g. an ungrounded answer became the fallback)
+        end = start + len(part.text)
+        cursor = end
+        srcs = []
+        for sid in part.sources:
+            r = sources.get(sid)
+            if r is None:
+                continue
+            src = cited.get(sid) or Source(source_id=sid, uri=str(r.get("uri", "")), title=str(r.get("title", "")),
+                                           page=r.get("page") if isinstance(r.get("page"), int) else None,
+                                           excerpt=_excerpt(part.text, str(r.get("text", ""))))
+            cited[sid] = src
+            srcs.append(src)
+        if srcs:
+            citations.append(Citation(text=part.text, start=start, end=end, sources=srcs))
+    return Answer(text=text, citations=citations, sources=list(cited.values()), answered=bool(citations),
+                  trace=traces)
+
+
+def _results(body: str) -> list[dict[str, Any]]:
+    try:
+        data = json.loads(body)
+    except (json.JSONDecodeError, TypeError):
+        return []
+    results = data.get("results") if isinstance(data, dict) else None
+    return [r for r in results or [] if isinstance(r, dict) and isinstance(r.get("source_id"), str)]
+
+
+def _excerpt(claim: str, passage: str, limit: int = 300) -> str:
+    """The passage sentence(s) the claim came from, or the passage start."""
+    i = passage.find(claim)
+    if i >= 0:
+        return passage[i : i + max(len(claim), 1)][:limit]
+    return " ".join(passage.split())[:limit]
+
+
+_MESSAGES = {
+    "AccessDeniedException": "access denied: the caller may not invoke this agent alias (bedrock:InvokeAgent), or "
+                             "the agent's role lacks a permission",
+    "ResourceNotFoundException": "the agent or alias was not found; check the ids and the region",
+    "ValidationException": "the request was rejected as invalid",
+    "ThrottlingException": "the agent is throttling requests; try again shortly",
+    "ServiceQuotaExceededException": "a Bedrock service quota was exceeded",
+    "DependencyFailedException": "an action group or other dependency of the agent failed",
+    "BadGatewayException": "the agent could not reach a dependency (bad gateway)",
+    "ConflictException": "another request is using this session",
+    "InternalServerException": "Bedrock had an internal error",
+    "ModelNotReadyException": "the model is not ready yet; try again shortly",
+}
+_RETRYABLE = {"ThrottlingException", "ModelNotReadyException", "InternalServerException", "BadGatewayException"}
+
+ReturnControlHandler = Callable[[dict[str, Any]], str]
+
+
+class AgentClient:
+    def __init__(self, client: Any, *, max_attempts: int = 4, backoff_s: float = 0.5) -> None:
+        self._client = client
+        self.max_attempts = max_attempts
+        self.backoff_s = backoff_s
+
+    def ask(self, question: str, agent_id: str, alias_id: str, *, session_id: str | None = None,
+            session_attributes: dict[str, str] | None = None,
+            on_return_control: ReturnControlHandler | None = None) -> Answer:
+        session_id = session_id or uuid.uuid4().hex
+        state: dict[str, Any] = {"sessionAttributes": dict(session_attributes or {})}
+        request = {"agentId": agent_id, "agentAliasId": alias_id, "sessionId": session_id, "inputText": question,
+                   "enableTrace": True, "sessionState": state}
+        for _ in range(5):  # at most a few return-control round trips
+            events = self._invoke(request)
+            rc = next((e["returnControl"] for e in events if "returnControl" in e), None)
+            if rc is None:
+                return answer_from_events(events)
+            if on_return_control is None:
+                raise CiteragError("the agent returned control to the application (an action group is set to "
+                                   "RETURN_CONTROL); pass on_return_control to run it")
+            results = []
+            for item in rc.get("invocationInputs", []):
+                fn = item.get("functionInvocationInput", {})
+                body = on_return_control(fn)
+                results.append({"functionResult": {"actionGroup": fn.get("actionGroup", ""),
+                                                   "function": fn.get("function", ""),
+                                                   "responseBody": {"TEXT": {"body": body}}}})
+            request = {**request, "inputText": "", "sessionState": {
+                **state, "invocationId": rc.get("invocationId", ""), "returnControlInvocationResults": results}}
+        raise CiteragError("the agent kept returning control; stopped after 5 round trips")
+
+    def _invoke(self, request: dict[str, Any]) -> list[dict[str, Any]]:
+        from botocore.exceptions import ClientError, EventStreamError
+
+        delay = self.backoff_s
+        for attempt in range(1, self.max_attempts + 1):
+            events: list[dict[str, Any]] = []
+            try:
+                resp = self._client.invoke_agent(**request)
+                for ev in resp["completion"]:
+                    events.append(ev)
+                return events
+            except (ClientError, EventStreamError) as exc:
+                code = exc.response.get("Error", {}).get("Code", "Error")
+                message = exc.response.get("Error", {}).get("Message", "")
+                got_answer = any("chunk" in e for e in events)
+                if code in _RETRYABLE and not got_answer and attempt < self.max_attempts:
+                    time.sleep(delay)
+                    delay *= 2
+                    continue
+                base = _MESSAGES.get(code, f"InvokeAgent failed ({code})")
+                raise DependencyError(f"{base}: {message}" if message else base) from None
+            except Exception as exc:  # connection dropped, truncated frame, checksum mismatch...
+                if type(exc).__name__ in ("ResponseStreamingError", "IncompleteReadError", "ProtocolError",
+                                          "ChecksumMismatch", "InvalidPayloadLengthError", "ReadTimeoutError",
+                                          "InvalidHeadersLength", "DuplicateHeader", "ParserError"):
+                    raise DependencyError("the response stream was cut before the answer finished "
+                                          f"({type(exc).__name__}); try again") from None
+                raise
+        raise DependencyError("InvokeAgent kept failing")
