@@ -53,7 +53,8 @@ _INJECTION = re.compile(
     r"ignore (all |any )?(previous|prior|above) (instructions|rules)|system prompt|your (instructions|prompt)"
     r"|you are now|jailbreak|developer mode|disregard .* instructions|reveal .* (prompt|instructions)"
     r"|以前の指示|指示を無視|プロンプトを(表示|教え|出力)|システムプロンプト|ルールを無視", re.I)
-_HARMFUL = re.compile(r"\b(bomb|explosive|kill|poison someone|make a weapon|meth)\b|爆弾|殺し方|毒殺|武器の作り方", re.I)
+_HARMFUL = re.compile(
+    r"\b(bomb|explosive|kill|poison someone|make a weapon|meth)\b|爆弾|殺し方|毒殺|武器の作り方", re.I)
 _SMALLTALK = re.compile(r"^(hi|hello|hey|thanks|thank you|こんにちは|ありがとう)[!！。.\s]*$", re.I)
 
 
