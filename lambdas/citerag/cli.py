@@ -211,37 +211,105 @@ def _one_line(text: str, n: int) -> str:
 @app.command()
 def ask(
     question: Annotated[str, typer.Argument(help="your question")],
-    filter_: Annotated[list[str] | None, typer.Option("--filter", help="key=value, key>=n or JSON")] = None,
+    agent: Annotated[str, typer.Option("--agent", help="local (default), AGENT_ID:ALIAS_ID of a deployed agent, "
+                                                        "or none (search + extractive answer, no agent steps)")]
+    = "local",
+    filter_: Annotated[list[str] | None, typer.Option("--filter", help="key=value, key>=n or JSON (--agent none)")]
+    = None,
+    trace: Annotated[bool, typer.Option("--trace", help="print each agent step")] = False,
+    save_trace: Annotated[Path | None, typer.Option("--save-trace", help="write the events to FILE")] = None,
+    session: Annotated[list[str] | None, typer.Option("--session-attr", help="key=value session attribute")] = None,
     index: IndexOpt = None,
     namespace: NamespaceOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Answer from the indexed documents, with a citation (file and page) for every sentence."""
-    from citerag.agent.embedded import EmbeddedAnswerer
+    """Answer from the indexed documents, with a citation (file and page) for every claim."""
     from citerag.search.filters import parse_cli
     from citerag.search.pipeline import validate_query
 
     with _errors(as_json):
         validate_query(question)
         flt = parse_cli(filter_ or [])
-        comps = _components(index, namespace)
-        _ensure_samples(comps, quiet=as_json)
-        pipeline = comps.pipeline(expand_parents=True)
-        answer = EmbeddedAnswerer(pipeline, budget_bytes=comps.settings.response_budget_bytes).ask(
-            question, flt=flt, namespace=comps.settings.namespace
-        )
+        attrs = {k: str(v) for k, v in _parse_meta(session or []).items()}
+        events: list[dict] = []
+        if agent == "none":
+            from citerag.agent.embedded import EmbeddedAnswerer
+
+            comps = _components(index, namespace)
+            _ensure_samples(comps, quiet=as_json)
+            answer = EmbeddedAnswerer(comps.pipeline(expand_parents=True),
+                                      budget_bytes=comps.settings.response_budget_bytes).ask(
+                question, flt=flt, namespace=comps.settings.namespace)
+        elif agent == "local":
+            from citerag.agent.client import answer_from_events
+            from citerag.agent.local import build_runtime
+
+            if flt:
+                raise CiteragError("--filter works with --agent none; the agent's filters come from --session-attr")
+            comps = _components(index, namespace)
+            _ensure_samples(comps, quiet=as_json)
+            events = list(build_runtime(comps).invoke(question, session_attributes=attrs))
+            answer = answer_from_events(events)
+        else:
+            from citerag import aws
+            from citerag.agent.client import AgentClient
+
+            agent_id, sep, alias_id = agent.partition(":")
+            if not sep or not agent_id or not alias_id:
+                raise CiteragError(f"--agent {agent!r}: write local, none, or AGENT_ID:ALIAS_ID")
+            client = AgentClient(aws.client("bedrock-agent-runtime", read_timeout=120))
+            answer = client.ask(question, agent_id, alias_id, session_attributes=attrs)
+            events = client.last_events
+        if save_trace:
+            from citerag.agent.tracefile import save
+
+            save(save_trace, question=question, agent=agent, events=events)
         if as_json:
             print(json.dumps({"answer": answer.text, "answered": answer.answered,
                               "citations": answer.flat_citations()}, ensure_ascii=False))
             return
-        out.print(answer.text, highlight=False)
-        if answer.sources:
-            out.print()
-            out.print("[bold]Sources[/]")
-            for s in answer.sources:
-                page = f", page {s.page}" if s.page else ""
-                out.print(f" [bold cyan]\\[{s.source_id}][/] {_display(s.uri)}{page} — {s.title}", highlight=False)
-                out.print(f"      “{_one_line(s.excerpt, 200)}”", highlight=False)
+        _print_answer(answer)
+        if trace:
+            from citerag.agent.steps import steps_from_events
+
+            _print_steps(steps_from_events(events))
+
+
+def _print_answer(answer) -> None:
+    """The answer with [n] after each cited span, then the numbered source list."""
+    numbers: dict[str, int] = {}
+    for s in answer.sources:
+        numbers.setdefault(s.source_id, len(numbers) + 1)
+    text = answer.text
+    if answer.citations and not any(f"[{s.source_id}]" in text for s in answer.sources):
+        pieces, cursor = [], 0
+        for c in answer.citations:
+            marks = "".join(f"[{numbers[s.source_id]}]" for s in c.sources)
+            pieces.append(text[cursor : c.end] + " " + marks)
+            cursor = c.end
+        text = "".join(pieces) + text[cursor:]
+        label = {sid: str(n) for sid, n in numbers.items()}
+    else:
+        label = {sid: sid for sid in numbers}
+    out.print(text, highlight=False)
+    if answer.sources:
+        out.print()
+        out.print("[bold]Sources[/]")
+        for s in answer.sources:
+            page = f", page {s.page}" if s.page else ""
+            out.print(f" [bold cyan]\\[{label[s.source_id]}][/] {_display(s.uri)}{page} — {s.title}", highlight=False)
+            out.print(f"      “{_one_line(s.excerpt, 200)}”", highlight=False)
+
+
+def _print_steps(steps) -> None:
+    table = Table(title="agent steps", show_lines=False)
+    for col in ("#", "stage", "step", "tokens in/out", "ms"):
+        table.add_column(col, overflow="fold")
+    for i, st in enumerate(steps, start=1):
+        tokens = f"{st.input_tokens}/{st.output_tokens}" if st.input_tokens is not None else ""
+        table.add_row(str(i), (st.prompt_type or st.kind).lower(), f"[bold]{st.kind}[/] {st.title}", tokens,
+                      str(st.ms) if st.ms is not None else "")
+    out.print(table)
 
 
 def _ensure_samples(comps: Components, quiet: bool) -> None:
@@ -383,8 +451,6 @@ def invoke(
     as_json: JsonOpt = False,
 ) -> None:
     """Run a Lambda handler locally on an event file, against the embedded adapters."""
-    import logging
-
     from citerag.handlers.local import invoke as run_handler
     from citerag.handlers.local import read_event
 
@@ -396,8 +462,9 @@ def invoke(
         if handler == "search":
             _ensure_samples(comps, quiet=True)
         # Powertools logs JSON lines to stdout; keep stdout for the response.
-        logging.getLogger("citerag-search").setLevel(logging.WARNING)
-        logging.getLogger("citerag-ingest").setLevel(logging.WARNING)
+        from citerag.agent.local import quiet_lambda_output
+
+        quiet_lambda_output()
         response = run_handler(handler, ev, comps, bucket_dir or samples_dir())
         if as_json:
             print(json.dumps(response, ensure_ascii=False))
@@ -408,6 +475,42 @@ def invoke(
             size = len(json.dumps(response).encode())
             out.print(f"[dim]response {size:,} bytes; body decoded:[/]")
             out.print_json(body["body"])
+
+
+@app.command("bench-agent")
+def bench_agent(
+    dataset: Annotated[Path, typer.Argument(help="dataset folder with answers.jsonl (JaQuAD layout)")],
+    questions: Annotated[int, typer.Option("--questions", min=1)] = 200,
+    qrels: Annotated[Path | None, typer.Option("--qrels", help="qrels file (default qrels_context_only.tsv)")]
+    = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The local agent end to end: share of answers whose cited passage holds a gold answer, citation
+    resolution, latency."""
+    from citerag.agent import bench as ab
+    from citerag.search import bench as b
+
+    with _errors(as_json):
+        qrels_path = qrels or (dataset / "qrels_context_only.tsv")
+        ds = b.load_dataset(dataset, qrels_path if qrels_path.exists() else None)
+        answers = ab.load_answers(dataset)
+        ds = ab.contexts_only(ds, answers)
+
+        def components_for(index_path: Path) -> Components:
+            return _components(index_path if str(index_path) not in ("", ".") else None)
+
+        with _progress() as progress:
+            task = progress.add_task(f"{ds.name}: questions", total=questions)
+            res = ab.run(ds, answers, components_for, questions, lambda i, n: progress.update(task, completed=i))
+        if as_json:
+            print(json.dumps(res))
+            return
+        out.print(f"[bold]{res['questions']} questions[/] over {res['index_documents']} context passages")
+        out.print(f"answered: {res['answered']:.1%}; a cited passage contains a gold answer: "
+                  f"{res['cited_passage_contains_gold_answer']:.1%}")
+        out.print(f"citations resolving to a passage the search returned: {res['citations_resolved']:.1%} "
+                  f"({res['citations']} citations)")
+        out.print(f"answer latency p50 {res['p50_ms']:.0f} ms, p95 {res['p95_ms']:.0f} ms")
 
 
 @app.command("bench-handler")

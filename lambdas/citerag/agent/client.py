@@ -108,19 +108,22 @@ class AgentClient:
         self._client = client
         self.max_attempts = max_attempts
         self.backoff_s = backoff_s
+        self.last_events: list[dict[str, Any]] = []
 
     def ask(self, question: str, agent_id: str, alias_id: str, *, session_id: str | None = None,
             session_attributes: dict[str, str] | None = None,
             on_return_control: ReturnControlHandler | None = None) -> Answer:
         session_id = session_id or uuid.uuid4().hex
+        self.last_events = []
         state: dict[str, Any] = {"sessionAttributes": dict(session_attributes or {})}
         request = {"agentId": agent_id, "agentAliasId": alias_id, "sessionId": session_id, "inputText": question,
                    "enableTrace": True, "sessionState": state}
         for _ in range(5):  # at most a few return-control round trips
             events = self._invoke(request)
+            self.last_events.extend(events)
             rc = next((e["returnControl"] for e in events if "returnControl" in e), None)
             if rc is None:
-                return answer_from_events(events)
+                return answer_from_events(self.last_events)
             if on_return_control is None:
                 raise CiteragError("the agent returned control to the application (an action group is set to "
                                    "RETURN_CONTROL); pass on_return_control to run it")
@@ -145,9 +148,14 @@ class AgentClient:
                 resp = self._client.invoke_agent(**request)
                 for ev in resp["completion"]:
                     events.append(ev)
+                if not any("chunk" in e or "returnControl" in e for e in events):
+                    # botocore ends the iteration quietly when the connection drops between or inside frames.
+                    raise DependencyError("the response stream was cut before the answer finished "
+                                          f"({len(events)} events received); try again")
                 return events
             except (ClientError, EventStreamError) as exc:
                 code = exc.response.get("Error", {}).get("Code", "Error")
+                code = code[:1].upper() + code[1:]  # in-stream exceptions arrive as e.g. dependencyFailedException
                 message = exc.response.get("Error", {}).get("Message", "")
                 got_answer = any("chunk" in e for e in events)
                 if code in _RETRYABLE and not got_answer and attempt < self.max_attempts:
@@ -156,6 +164,8 @@ class AgentClient:
                     continue
                 base = _MESSAGES.get(code, f"InvokeAgent failed ({code})")
                 raise DependencyError(f"{base}: {message}" if message else base) from None
+            except DependencyError:
+                raise
             except Exception as exc:  # connection dropped, truncated frame, checksum mismatch...
                 if type(exc).__name__ in ("ResponseStreamingError", "IncompleteReadError", "ProtocolError",
                                           "ChecksumMismatch", "InvalidPayloadLengthError", "ReadTimeoutError",

@@ -19,8 +19,21 @@ def choose_model(model_id: str | None) -> ChatModel:
     return ExtractiveClaudeModel()
 
 
+def quiet_lambda_output() -> None:
+    """In-process handlers: no CloudWatch metric lines or INFO logs on the terminal (warnings still show)."""
+    import logging
+
+    os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+    from citerag.handlers import ingest, search  # noqa: F401 - their Loggers exist now, so the levels stick
+
+    for name in ("citerag-search", "citerag-ingest", "citerag-parser"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
 def build_runtime(components, *, model: ChatModel | None = None, action_group: str = "citerag-search",
                   post_processing: bool = True) -> LocalAgentRuntime:
+    quiet_lambda_output()
     from citerag.handlers import search as search_handler
     from citerag.handlers.local import LocalContext
 

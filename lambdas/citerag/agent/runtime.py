@@ -62,10 +62,10 @@ class LocalAgentRuntime:
 
         pre = ctx.model_step("PRE_PROCESSING", {"$tools$": self.tools, "$question$": input_text})
         parsed = pre.parsed.get("preProcessingParsedResponse", {})
-        yield ctx.trace({"preProcessingTrace": {
-            "modelInvocationInput": pre.input_trace,
-            "modelInvocationOutput": {**pre.output_trace, "parsedResponse": {
-                "isValid": bool(parsed.get("isValidInput")), "rationale": parsed.get("rationale", "")}}}})
+        # Each trace is a tagged union in the service model: one member per event.
+        yield ctx.trace({"preProcessingTrace": {"modelInvocationInput": pre.input_trace}})
+        yield ctx.trace({"preProcessingTrace": {"modelInvocationOutput": {**pre.output_trace, "parsedResponse": {
+            "isValid": bool(parsed.get("isValidInput")), "rationale": parsed.get("rationale", "")}}}})
         if not parsed.get("isValidInput", False):
             yield ctx.chunk(REJECTED, [])
             return
@@ -145,10 +145,9 @@ class LocalAgentRuntime:
             post = ctx.model_step("POST_PROCESSING", {"$question$": input_text, "$latest_response$": latest,
                                                      "$responses$": "\n".join(responses)})
             pp = post.parsed.get("postProcessingParsedResponse", {})
-            yield ctx.trace({"postProcessingTrace": {
-                "modelInvocationInput": post.input_trace,
-                "modelInvocationOutput": {**post.output_trace, "parsedResponse": {"text": pp.get("responseText", "")}}
-            }})
+            yield ctx.trace({"postProcessingTrace": {"modelInvocationInput": post.input_trace}})
+            yield ctx.trace({"postProcessingTrace": {"modelInvocationOutput": {
+                **post.output_trace, "parsedResponse": {"text": pp.get("responseText", "")}}}})
             if pp.get("responseText") and pp.get("responseText") != final_text:
                 final_text = pp["responseText"]
                 final_parts = pp.get("citations", {}).get("generatedResponseParts", [])
