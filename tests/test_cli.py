@@ -27,7 +27,7 @@ def test_ask_ingests_samples_on_first_use_and_cites_a_pdf_page():
     assert data["answered"] is True
     cite = data["citations"][0]
     assert cite["uri"].endswith("kumo-pure-300-manual-en.pdf") and cite["page"] == 5
-    assert cite["source_id"] in data["answer"]
+    assert cite["source_id"].startswith("S") and cite["excerpt"] in data["answer"]
     # Every sentence of the answer is copied from the cited page: nothing is invented.
     page_text = load_path(SAMPLES / "kumo-pure-300-manual-en.pdf").sections[4].text
     assert cite["excerpt"] in page_text
@@ -52,7 +52,19 @@ def test_ask_says_plainly_when_the_documents_do_not_answer():
 def test_ask_human_output_lists_numbered_sources_with_pages():
     r = run("ask", "How long is the warranty?")
     assert r.exit_code == 0
-    assert "[S1]" in r.stdout and "page 5" in r.stdout and "Sources" in r.stdout
+    assert "[1]" in r.stdout and "page 5" in r.stdout and "Sources" in r.stdout
+
+
+def test_ask_without_agent_steps_marks_sentences_with_source_ids():
+    r = run("ask", "How long is the warranty?", "--agent", "none", "--json")
+    data = json.loads(r.stdout)
+    assert data["citations"][0]["source_id"] == "S1" and "[S1]" in data["answer"]
+
+
+def test_ask_trace_prints_the_agent_steps(tmp_path):
+    r = run("ask", "What does error E2 mean?", "--trace", "--save-trace", str(tmp_path / "t.json"))
+    assert "agent steps" in r.stdout and "tool-call" in r.stdout and "search_documents" in r.stdout
+    assert json.loads((tmp_path / "t.json").read_text())["format"] == "citerag-trace/1"
 
 
 FAST = {"CITERAG_EMBEDDER": "hashing"}

@@ -17,8 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 
-def test_tokens_are_cjk_bigrams_and_stemmed_latin_words():
-    assert tokenize("空気清浄機") == ["空気", "気清", "清浄", "浄機"]
+def test_tokens_are_cjk_bigrams_single_kanji_and_stemmed_latin_words():
+    assert tokenize("空気清浄機") == ["空気", "気清", "清浄", "浄機", "空", "気", "清", "浄", "機"]
+    assert tokenize("ボタン") == ["ボタ", "タン"]  # kana only in bigrams
     assert tokenize("Filters are REPLACED") == ["filter", "replac"]
     # NFKC folds full-width letters and digits, half-width katakana.
     assert tokenize("ＨＥＰＡ３００") == tokenize("hepa300")

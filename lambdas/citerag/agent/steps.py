@@ -43,8 +43,8 @@ def steps_from_events(events: list[dict[str, Any]]) -> list[Step]:
             elif key == "guardrailTrace":
                 steps.append(Step(kind="guardrail", title=f"guardrail {body.get('action', '?')}", time=when,
                                   trace_id=body.get("traceId"),
-                                  detail={"action": body.get("action"),
-                                          "input": body.get("inputAssessments"), "output": body.get("outputAssessments")}))
+                                  detail={"action": body.get("action"), "input": body.get("inputAssessments"),
+                                          "output": body.get("outputAssessments")}))
             elif key == "failureTrace":
                 steps.append(Step(kind="failure", title=f"failure: {body.get('failureReason', '')}", time=when,
                                   trace_id=body.get("traceId"), detail={"code": body.get("failureCode")}))
