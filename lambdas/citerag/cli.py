@@ -494,7 +494,7 @@ def bench_agent(
         qrels_path = qrels or (dataset / "qrels_context_only.tsv")
         ds = b.load_dataset(dataset, qrels_path if qrels_path.exists() else None)
         answers = ab.load_answers(dataset)
-        ds = ab.contexts_only(ds, answers)
+        ds = ab.without_answer_documents(ds, answers, dataset / "qrels.tsv")
 
         def components_for(index_path: Path) -> Components:
             return _components(index_path if str(index_path) not in ("", ".") else None)
@@ -505,7 +505,7 @@ def bench_agent(
         if as_json:
             print(json.dumps(res))
             return
-        out.print(f"[bold]{res['questions']} questions[/] over {res['index_documents']} context passages")
+        out.print(f"[bold]{res['questions']} questions[/] over {res['index_documents']} passages")
         out.print(f"answered: {res['answered']:.1%}; a cited passage contains a gold answer: "
                   f"{res['cited_passage_contains_gold_answer']:.1%}")
         out.print(f"citations resolving to a passage the search returned: {res['citations_resolved']:.1%} "

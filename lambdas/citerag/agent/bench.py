@@ -32,11 +32,18 @@ def load_answers(root: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
-def contexts_only(ds: Dataset, answers: dict[str, dict[str, Any]]) -> Dataset:
-    """Only the context paragraphs: MTEB's JaQuAD also indexes each answer string as its own 'document',
-    which would let an answer cite the answer itself."""
-    keep = {str(a["context_doc"]) for a in answers.values()}
-    return ds.model_copy(update={"corpus": [d for d in ds.corpus if d["_id"] in keep],
+def without_answer_documents(ds: Dataset, answers: dict[str, dict[str, Any]], full_qrels: Path) -> Dataset:
+    """Every paragraph, but not the answer strings: MTEB's JaQuAD also indexes each question's answer as its
+    own 'document' (relevant in qrels.tsv, not a context), which would let an answer cite the answer itself."""
+    contexts = {str(a["context_doc"]) for a in answers.values()}
+    relevant: set[str] = set()
+    if full_qrels.is_file():
+        for line in full_qrels.read_text(encoding="utf-8").splitlines()[1:]:
+            parts = line.split("\t")
+            if len(parts) >= 3 and parts[2].strip() != "0":
+                relevant.add(parts[1])
+    drop = relevant - contexts
+    return ds.model_copy(update={"corpus": [d for d in ds.corpus if d["_id"] not in drop],
                                  "name": f"{ds.name}-contexts"})
 
 

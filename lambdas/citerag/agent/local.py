@@ -22,7 +22,9 @@ def choose_model(model_id: str | None) -> ChatModel:
 def quiet_lambda_output() -> None:
     """In-process handlers: no CloudWatch metric lines or INFO logs on the terminal (warnings still show)."""
     import logging
+    import warnings
 
+    warnings.filterwarnings("ignore", message="No application metrics to publish")
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
     from citerag.handlers import ingest, search  # noqa: F401 - their Loggers exist now, so the levels stick

@@ -8,6 +8,7 @@ once with their reason, since retrying cannot fix them.
 
 from __future__ import annotations
 
+import os
 import posixpath
 from typing import Any
 
@@ -22,6 +23,12 @@ metrics = Metrics(namespace="citerag", service="citerag-ingest")
 processor = BatchProcessor(event_type=EventType.SQS)
 
 _components = None
+
+
+def _count(name: str) -> None:
+    # Only inside Lambda: run in-process (citerag ask/invoke, tests) metrics would pile up and print EMF lines.
+    if os.environ.get("AWS_LAMBDA_FUNCTION_NAME"):
+        metrics.add_metric(name=name, unit=MetricUnit.Count, value=1)
 _source = None
 
 
@@ -68,7 +75,7 @@ def record_handler(record: SQSRecord) -> list[dict[str, Any]]:
             else:
                 r = ingestor.ingest_bytes(data, ev.uri, posixpath.basename(ev.key), metadata=_acl_metadata(meta))
         logger.info("object", extra={"uri": ev.uri, "status": r.status, "chunks": r.chunks, "reason": r.reason})
-        metrics.add_metric(name=f"Ingest_{r.status}", unit=MetricUnit.Count, value=1)
+        _count(f"Ingest_{r.status}")
         if r.status == "failed":
             if r.transient:
                 raise RuntimeError(f"transient failure for {ev.uri}: {r.reason}")
@@ -92,7 +99,7 @@ def _dead_letter(record: SQSRecord, reason: str) -> None:
 
     url = components().settings.dlq_url
     logger.error("permanent failure", extra={"message_id": record.message_id, "reason": reason})
-    metrics.add_metric(name="Ingest_dead_lettered", unit=MetricUnit.Count, value=1)
+    _count("Ingest_dead_lettered")
     if not url:
         return
     aws.client("sqs").send_message(

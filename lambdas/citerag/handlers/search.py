@@ -6,6 +6,7 @@ Heavy modules (numpy, boto3, pinecone) load on the first invocation, not at impo
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
@@ -34,6 +35,12 @@ app = BedrockAgentFunctionResolver(serializer=_serialize)
 _components = None
 
 
+def _count(name: str) -> None:
+    # Only inside Lambda: run in-process (citerag ask/invoke, tests) metrics would pile up and print EMF lines.
+    if os.environ.get("AWS_LAMBDA_FUNCTION_NAME"):
+        metrics.add_metric(name=name, unit=MetricUnit.Count, value=1)
+
+
 def components():
     """Adapters built once per container from CITERAG_* settings (tests may replace this)."""
     global _components
@@ -55,7 +62,7 @@ def search_documents() -> BedrockFunctionResponse:
         return BedrockFunctionsResponseBuilder(_response(result, body)).build(event, serializer=_serialize)
 
     result, body = components().search_tool().run(raw.get("parameters"), raw.get("sessionAttributes"), envelope)
-    metrics.add_metric(name=f"Search_{result.outcome}", unit=MetricUnit.Count, value=1)
+    _count(f"Search_{result.outcome}")
     logger.info("search_documents", extra={"outcome": result.outcome, "results": len(result.kept),
                                            "response_state": result.state})
     return _response(result, body)
