@@ -538,7 +538,7 @@ def bench_handler(
             return
         table = Table(title="search handler (doubles)")
         for col in ("run", "Titan ms", "Pinecone ms", "candidates", "p50 ms", "p95 ms", "results"):
-            table.add_column(col)
+            table.add_column(col, no_wrap=True)
         for name, r in runs.items():
             table.add_row(name, str(r["titan_ms"]), str(r["pinecone_ms"]), str(r["candidates"]),
                           f"{r['p50_ms']:.1f}", f"{r['p95_ms']:.1f}", str(r["results"]))

@@ -21,6 +21,7 @@ def run(samples_dir: Path, *, titan_ms: float, pinecone_ms: float, candidates: i
     from moto import mock_aws
 
     from citerag import aws
+    from citerag.agent.local import quiet_lambda_output
     from citerag.handlers import search as search_handler
     from citerag.handlers.local import LocalContext
     from citerag.settings import Components, Settings
@@ -31,6 +32,7 @@ def run(samples_dir: Path, *, titan_ms: float, pinecone_ms: float, candidates: i
            "POWERTOOLS_LOG_LEVEL": "ERROR", "POWERTOOLS_METRICS_DISABLED": "true"}
     old = {k: os.environ.get(k) for k in [*env, "AWS_ENDPOINT_URL_BEDROCK_RUNTIME"]}
     os.environ.update(env)
+    quiet_lambda_output()
     try:
         with ExitStack() as stack:
             titan = stack.enter_context(BedrockRuntimeDouble())
