@@ -477,6 +477,105 @@ def invoke(
             out.print_json(body["body"])
 
 
+@app.command()
+def trace(
+    source: Annotated[Path | None, typer.Argument(help="a trace saved by ask --save-trace, or a JSON export of "
+                                                        "model-invocation logs")] = None,
+    log_group: Annotated[str | None, typer.Option("--log-group", help="CloudWatch Logs group of Bedrock "
+                                                                      "model-invocation logs")] = None,
+    since: Annotated[str, typer.Option("--since", help="with --log-group: how far back, e.g. 30m, 1h, 2d")] = "1h",
+    session: Annotated[str | None, typer.Option("--session", help="only this agent session id")] = None,
+    with_lambda_logs: Annotated[list[str] | None, typer.Option(
+        "--with-lambda-logs", help="Lambda log group(s) whose Powertools lines go under the steps that caused them")]
+    = None,
+    prompts: Annotated[bool, typer.Option("--prompts", help="show full prompts and raw model output")] = False,
+    html_out: Annotated[Path | None, typer.Option("--html", help="write a self-contained HTML page")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Reconstruct agent turns step by step from a saved trace or from model-invocation logs."""
+    import time as _time
+
+    from citerag.agent import invocation_logs as il
+    from citerag.agent import trace_report as tr
+    from citerag.agent.tracefile import load
+
+    with _errors(as_json):
+        t0 = _time.perf_counter()
+        skipped = 0
+        if (source is None) == (log_group is None):
+            raise CiteragError("give either a trace file or --log-group NAME")
+        if log_group:
+            from citerag import aws
+
+            records, skipped = il.read_log_group(aws.client("logs"), log_group, il.parse_since(since), session)
+            events = il.records_to_events(records)
+        else:
+            raw = _read_json(source)
+            if isinstance(raw, dict) and raw.get("format", "").startswith("citerag-trace"):
+                events = load(source)["events"]
+            else:
+                records, skipped = il.read_export(raw)
+                if not records:
+                    raise CiteragError(f"{source} holds no model-invocation log records ({skipped} lines skipped)")
+                events = il.records_to_events(records)
+        turns = tr.build_turns(events)
+        if session:
+            turns = [t for t in turns if t.session_id in (None, session)]
+        if with_lambda_logs:
+            from citerag import aws
+
+            lines = []
+            for group in with_lambda_logs:
+                lines.extend(_lambda_lines(aws.client("logs"), group, il.parse_since(since), session))
+            tr.attach_lambda_logs(turns, lines)
+        stats = {"turns": len(turns), "events": len(events), "skipped_lines": skipped,
+                 "seconds": round(_time.perf_counter() - t0, 3)}
+        if html_out:
+            html_out.write_text(tr.to_html(turns, stats), encoding="utf-8")
+        if as_json:
+            print(tr.to_json(turns, stats))
+            return
+        tr.print_turns(out, turns, prompts=prompts)
+        note = f"; {skipped} unreadable log lines skipped" if skipped else ""
+        out.print(f"[dim]{len(turns)} turns from {len(events)} events in {stats['seconds']} s{note}"
+                  + (f"; HTML written to {html_out}" if html_out else "") + "[/]")
+
+
+def _read_json(path: Path):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CiteragError(f"no such file: {path}") from None
+    except json.JSONDecodeError as exc:
+        raise CiteragError(f"{path} is not JSON ({exc.msg} at line {exc.lineno})") from None
+
+
+def _lambda_lines(client, group: str, since, session: str | None) -> list[dict]:
+    from datetime import UTC, datetime
+
+    from citerag.agent.invocation_logs import read_log_group  # noqa: F401 - same error handling style
+
+    end = datetime.now(UTC)
+    kwargs = {"logGroupName": group, "startTime": int((end - since).timestamp() * 1000),
+              "endTime": int(end.timestamp() * 1000)}
+    if session:
+        kwargs["filterPattern"] = f'"{session}"'
+    lines = []
+    try:
+        for page in client.get_paginator("filter_log_events").paginate(**kwargs):
+            for ev in page.get("events", []):
+                try:
+                    line = json.loads(ev.get("message", ""))
+                except json.JSONDecodeError:
+                    continue
+                if isinstance(line, dict) and "correlation_id" in line:
+                    lines.append(line)
+    except Exception as exc:
+        code = getattr(exc, "response", {}).get("Error", {}).get("Code", type(exc).__name__)
+        raise CiteragError(f"cannot read Lambda log group {group!r}: {code}") from None
+    return lines
+
+
 @app.command("bench-agent")
 def bench_agent(
     dataset: Annotated[Path, typer.Argument(help="dataset folder with answers.jsonl (JaQuAD layout)")],
