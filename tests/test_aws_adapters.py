@@ -200,3 +200,17 @@ def test_pinecone_key_comes_from_secrets_manager_and_never_reaches_logs(monkeypa
         with pytest.raises(DependencyError, match="is empty"):
             aws.pinecone_api_key("citerag/empty")
     assert "SECRET123" not in caplog.text
+
+
+def test_bedrock_rerank_request_matches_the_botocore_model():
+    from botocore.stub import Stubber
+
+    from citerag.search.rerank import BedrockReranker
+
+    client = boto3.client("bedrock-agent-runtime", region_name="ap-northeast-1",
+                          aws_access_key_id="x", aws_secret_access_key="y")
+    arn = "arn:aws:bedrock:ap-northeast-1::foundation-model/amazon.rerank-v1:0"
+    with Stubber(client) as stub:  # the stubber validates our request against the real service model
+        stub.add_response("rerank", {"results": [{"index": 1, "relevanceScore": 0.9}]})
+        order = BedrockReranker(client, arn).rerank("filter", ["a", "b", "c"], 2)
+    assert order == [(1, 0.9), (0, 0.0), (2, 0.0)]

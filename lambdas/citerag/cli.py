@@ -510,7 +510,9 @@ def trace(
             records, skipped = il.read_log_group(aws.client("logs"), log_group, il.parse_since(since), session)
             events = il.records_to_events(records)
         else:
-            raw = _read_json(source)
+            from citerag.jsonfiles import read_json
+
+            raw = read_json(source, "trace or log export")
             if isinstance(raw, dict) and raw.get("format", "").startswith("citerag-trace"):
                 events = load(source)["events"]
             else:
@@ -539,15 +541,6 @@ def trace(
         note = f"; {skipped} unreadable log lines skipped" if skipped else ""
         out.print(f"[dim]{len(turns)} turns from {len(events)} events in {stats['seconds']} s{note}"
                   + (f"; HTML written to {html_out}" if html_out else "") + "[/]")
-
-
-def _read_json(path: Path):
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CiteragError(f"no such file: {path}") from None
-    except json.JSONDecodeError as exc:
-        raise CiteragError(f"{path} is not JSON ({exc.msg} at line {exc.lineno})") from None
 
 
 def _lambda_lines(client, group: str, since, session: str | None) -> list[dict]:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from citerag.errors import CiteragError
+from citerag.jsonfiles import read_json
 from citerag.testing.eventstream import jsonable
 
 FORMAT = "citerag-trace/1"
@@ -21,12 +22,7 @@ def save(path: Path, *, question: str, agent: str, events: list[dict[str, Any]])
 
 
 def load(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CiteragError(f"no such trace file: {path}") from None
-    except json.JSONDecodeError as exc:
-        raise CiteragError(f"{path} is not a JSON trace ({exc.msg} at line {exc.lineno})") from None
+    data = read_json(path, "trace file")
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise CiteragError(f"{path} is not a citerag trace file (expected format {FORMAT})")
     for ev in data.get("events", []):

@@ -3,13 +3,13 @@ from Settings (embedded by default), a Lambda context stand-in."""
 
 from __future__ import annotations
 
-import json
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from citerag.errors import CiteragError
+from citerag.jsonfiles import read_json
 
 
 @dataclass
@@ -27,12 +27,7 @@ class LocalContext:
 
 
 def read_event(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CiteragError(f"no such event file: {path}") from None
-    except json.JSONDecodeError as exc:
-        raise CiteragError(f"{path} is not valid JSON: {exc.msg} (line {exc.lineno})") from None
+    data = read_json(path, "event file")
     if not isinstance(data, dict):
         raise CiteragError(f"{path} does not hold a JSON object")
     return data
