@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 # Lambda-side libraries: no X-Ray daemon here, and keep test output readable.
@@ -82,3 +83,17 @@ def make_encrypted_pdf() -> bytes:
     buf = io.BytesIO()
     writer.write(buf)
     return buf.getvalue()
+
+
+@contextmanager
+def boto3_pointed_at(double, env_var: str, monkeypatch):
+    """Run a local double and point the real boto3 client of one service at it (AWS_ENDPOINT_URL_<SERVICE>)."""
+    from citerag import aws
+
+    with double as d:
+        monkeypatch.setenv(env_var, d.url)
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+        aws.client.cache_clear()
+        yield d
+    aws.client.cache_clear()

@@ -14,7 +14,7 @@ from citerag.errors import CiteragError, DependencyError
 from citerag.settings import Components, Settings
 from citerag.testing import eventstream
 from citerag.testing.doubles import AgentRuntimeDouble
-from conftest import SAMPLES
+from conftest import SAMPLES, boto3_pointed_at
 
 
 @pytest.fixture(scope="module")
@@ -79,13 +79,8 @@ def test_trace_file_round_trip(runtime, tmp_path):
 
 @pytest.fixture
 def agent_double(monkeypatch):
-    with AgentRuntimeDouble() as d:
-        monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_AGENT_RUNTIME", d.url)
-        monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-        aws.client.cache_clear()
+    with boto3_pointed_at(AgentRuntimeDouble(), "AWS_ENDPOINT_URL_BEDROCK_AGENT_RUNTIME", monkeypatch) as d:
         yield d
-    aws.client.cache_clear()
 
 
 def _client():

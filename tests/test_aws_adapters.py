@@ -16,19 +16,15 @@ from citerag.search.s3_store import S3DocumentStore
 from citerag.search.sparse import SparseVector
 from citerag.search.titan import TitanEmbedder
 from citerag.testing.doubles import BedrockRuntimeDouble, PineconeDouble
+from conftest import boto3_pointed_at
 from moto import mock_aws
 from pinecone import Index
 
 
 @pytest.fixture
 def bedrock(monkeypatch):
-    with BedrockRuntimeDouble() as d:
-        monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", d.url)
-        monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-        aws.client.cache_clear()
+    with boto3_pointed_at(BedrockRuntimeDouble(), "AWS_ENDPOINT_URL_BEDROCK_RUNTIME", monkeypatch) as d:
         yield d
-    aws.client.cache_clear()
 
 
 def test_titan_requests_have_the_documented_shape(bedrock):
@@ -204,7 +200,6 @@ def test_pinecone_key_comes_from_secrets_manager_and_never_reaches_logs(monkeypa
 
 def test_bedrock_rerank_request_matches_the_botocore_model():
     from botocore.stub import Stubber
-
     from citerag.search.rerank import BedrockReranker
 
     client = boto3.client("bedrock-agent-runtime", region_name="ap-northeast-1",
