@@ -15,6 +15,7 @@ os.environ.setdefault("AWS_DEFAULT_REGION", "ap-northeast-1")
 os.environ.setdefault("AWS_REGION", "ap-northeast-1")
 
 import pytest
+
 from citerag.settings import Components, Settings
 
 SAMPLES = Path(__file__).resolve().parents[1] / "lambdas" / "citerag" / "samples"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from citerag import aws
 from citerag.agent.client import AgentClient, answer_from_events
 from citerag.agent.local import build_runtime
@@ -14,6 +15,7 @@ from citerag.errors import CiteragError, DependencyError
 from citerag.settings import Components, Settings
 from citerag.testing import eventstream
 from citerag.testing.doubles import AgentRuntimeDouble
+
 from conftest import SAMPLES, boto3_pointed_at
 
 

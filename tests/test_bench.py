@@ -3,9 +3,10 @@ from __future__ import annotations
 import json
 import math
 
+from typer.testing import CliRunner
+
 from citerag.cli import app
 from citerag.search.metrics import evaluate, mrr_at, ndcg_at, percentile, recall_at
-from typer.testing import CliRunner
 
 
 def test_metric_definitions_match_beir():

@@ -2,11 +2,12 @@ from __future__ import annotations
 
 import itertools
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from citerag.documents.chunking import chunk_document, chunk_spans
 from citerag.documents.model import LoadedDocument, Section
 from citerag.documents.text import detect_language, split_sentences
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 
 def test_japanese_and_english_sentences_split_with_offsets():

@@ -6,10 +6,12 @@ import json
 import sqlite3
 
 import pytest
+from typer.testing import CliRunner
+
 from citerag.cli import app
 from citerag.documents.loaders import load_path
+
 from conftest import SAMPLES
-from typer.testing import CliRunner
 
 runner = CliRunner()
 

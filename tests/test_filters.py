@@ -1,10 +1,11 @@
 from __future__ import annotations
 
 import pytest
-from citerag.errors import FilterSyntaxError
-from citerag.search.filters import combine, matches, parse_cli, validate
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from citerag.errors import FilterSyntaxError
+from citerag.search.filters import combine, matches, parse_cli, validate
 
 MD = {"page": 3, "lang": "ja", "tags": ["manual", "faq"], "public": True, "score": 0.5}
 

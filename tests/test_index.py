@@ -4,6 +4,7 @@ import sqlite3
 
 import numpy as np
 import pytest
+
 from citerag.errors import IndexError_
 from citerag.search.ports import DocumentInfo, Record
 from citerag.search.sparse import SparseVector

@@ -8,17 +8,19 @@ from urllib.parse import quote_plus
 
 import boto3
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from moto import mock_aws
+
 from citerag.agent.s3_events import PoisonMessage, parse_notification
 from citerag.documents.sources import S3ObjectSource
 from citerag.errors import DependencyError
 from citerag.handlers import ingest as ingest_handler
 from citerag.handlers.local import LocalContext
 from citerag.settings import Components, Settings
+
 from conftest import SAMPLES, make_encrypted_pdf
 from handler_support import event
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from moto import mock_aws
 
 BUCKET = "citerag-documents-123456789012"
 

@@ -4,7 +4,9 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+
 from citerag.search.sparse import encode_query
+
 from conftest import SAMPLES, make_encrypted_pdf, make_pdf
 
 

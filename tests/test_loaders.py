@@ -3,8 +3,10 @@ from __future__ import annotations
 import os
 
 import pytest
+
 from citerag.documents.loaders import load_bytes, load_path, unwrap_lines
 from citerag.errors import DocumentError
+
 from conftest import SAMPLES, make_encrypted_pdf, make_image_only_pdf, make_pdf
 
 

@@ -2,10 +2,11 @@ from __future__ import annotations
 
 import json
 
-from citerag.search.packing import assign_source_ids, cut_to_bytes, drop_tail, json_size, pack
-from citerag.search.response import build_payload
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from citerag.search.packing import assign_source_ids, cut_to_bytes, drop_tail, json_size, pack
+from citerag.search.response import build_payload
 
 
 def _items(texts):

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import jsonschema
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from citerag.agent import source_ids
 from citerag.agent.parser import ParserConfig, parse
 from citerag.agent.parser_schema import PARSER_RESPONSE_SCHEMA
 from citerag.agent.pii import PiiMasker
 from citerag.handlers.local import LocalContext
 from citerag.handlers.parser import handler
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 KEY = "citerag-local"
 CFG = ParserConfig(source_id_key=KEY, action_group="citerag-search")

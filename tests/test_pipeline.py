@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import pytest
+
 from citerag.errors import DependencyError, FilterSyntaxError, QueryError
 from citerag.search.fusion import convex, rrf
 from citerag.search.ports import Match
+
 from conftest import SAMPLES
 
 

@@ -5,14 +5,16 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from citerag.agent import source_ids
 from citerag.handlers import search as search_handler
 from citerag.handlers.local import LocalContext
 from citerag.settings import Components, Settings
+
 from conftest import SAMPLES
 from handler_support import assert_action_group_response, event, q, search_event
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 
 @pytest.fixture(scope="module")

@@ -3,6 +3,9 @@ from __future__ import annotations
 import math
 from collections import Counter
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from citerag.search.sparse import (
     MAX_NNZ,
     BM25Params,
@@ -13,8 +16,6 @@ from citerag.search.sparse import (
     term_id,
     tokenize,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 
 def test_tokens_are_cjk_bigrams_single_kanji_and_stemmed_latin_words():

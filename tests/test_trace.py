@@ -10,6 +10,9 @@ from datetime import UTC, datetime, timedelta
 
 import boto3
 import pytest
+from moto import mock_aws
+from typer.testing import CliRunner
+
 from citerag import aws
 from citerag.agent.invocation_logs import read_export, records_to_events
 from citerag.agent.local import build_runtime
@@ -18,9 +21,8 @@ from citerag.agent.tracefile import save
 from citerag.cli import app
 from citerag.settings import Components, Settings
 from citerag.testing.invocation_records import records_from_events
+
 from conftest import SAMPLES
-from moto import mock_aws
-from typer.testing import CliRunner
 
 GROUP = "/aws/bedrock/citerag-model-invocations"
 
@@ -106,6 +108,7 @@ def test_log_errors_are_clear(logs, args, message):
 
 def test_access_denied_names_the_permission():
     from botocore.exceptions import ClientError
+
     from citerag.agent.invocation_logs import read_log_group
     from citerag.errors import CiteragError
 
