@@ -159,3 +159,27 @@ def test_return_control_is_handed_to_the_application(agent_double):
     second = agent_double.requests[-1].body["sessionState"]
     assert second["invocationId"] == "inv-1"
     assert second["returnControlInvocationResults"][0]["functionResult"]["function"] == "search_documents"
+
+
+def test_converse_model_request_matches_the_botocore_model():
+    import boto3
+    from botocore.stub import Stubber
+
+    from citerag.agent.models import BedrockConverseModel
+
+    client = boto3.client("bedrock-runtime", region_name="ap-northeast-1", aws_access_key_id="x",
+                          aws_secret_access_key="y")
+    model = BedrockConverseModel(client, "anthropic.claude-3-5-sonnet-20240620-v1:0")
+    prompt = {"system": "rules", "messages": [{"role": "user", "content": "question"},
+                                              {"role": "assistant", "content": ""}]}
+    with Stubber(client) as stub:  # validates the request against the real Converse model
+        stub.add_response("converse", {
+            "output": {"message": {"role": "assistant", "content": [{"text": "<category>D</category>"}]}},
+            "stopReason": "stop_sequence", "usage": {"inputTokens": 12, "outputTokens": 3, "totalTokens": 15},
+            "metrics": {"latencyMs": 120}},
+            {"modelId": "anthropic.claude-3-5-sonnet-20240620-v1:0", "system": [{"text": "rules"}],
+             "messages": [{"role": "user", "content": [{"text": "question"}]}],
+             "inferenceConfig": {"maxTokens": 512, "temperature": 0.0, "stopSequences": ["</category>"]}})
+        out = model.complete(prompt, prompt_type="PRE_PROCESSING", stop_sequences=["</category>"], max_tokens=512,
+                             temperature=0.0)
+    assert out.text == "<category>D</category>" and (out.input_tokens, out.output_tokens) == (12, 3)
