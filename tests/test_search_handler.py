@@ -156,13 +156,13 @@ def test_access_filter_comes_from_session_and_model_filters_only_narrow(comps, m
 
 
 def test_acl_required_refuses_sessions_without_a_tenant(comps, monkeypatch):
-    monkeypatch.setattr(comps.settings, "acl_required", True)
+    monkeypatch.setattr(comps.search_tool().config, "acl_required", True)
     body = assert_action_group_response(call(event("search-basic.json")))
     assert body["results"] == [] and "no 'tenant'" in body["error"]
 
 
 def test_budget_holds_for_the_whole_response_with_japanese_text(comps, monkeypatch):
-    monkeypatch.setattr(comps.settings, "response_budget_bytes", 3000)
+    monkeypatch.setattr(comps.search_tool().config, "budget_bytes", 3000)
     for name in ("search-japanese.json", "search-basic.json"):
         resp = call(event(name))
         body = assert_action_group_response(resp, budget=3000)

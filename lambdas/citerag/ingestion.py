@@ -106,10 +106,11 @@ class Ingestor:
         texts = [passage_text(c.title, c.text) for c in chunks]
         vectors = self.embedder.embed_passages(texts)
         counts = [term_counts(t) for t in texts]
-        stats = self.index.corpus_stats(self.namespace)
-        if not stats.n_docs:
+        n_docs, total_len = self.index.corpus_size(self.namespace)
+        if not n_docs:
             # First document of a namespace: its own chunks set the average length.
-            stats = CorpusStats(n_docs=len(counts), total_len=sum(sum(c.values()) for c in counts))
+            n_docs, total_len = len(counts), sum(sum(c.values()) for c in counts)
+        stats = CorpusStats(n_docs=n_docs, total_len=total_len)  # document vectors only need the average length
         records = []
         for c, v, cnt in zip(chunks, vectors, counts, strict=True):
             md = {**self.extra_metadata, **metadata, **c.metadata(), "ingested_at": _now()}

@@ -177,7 +177,8 @@ class Components:
         return SearchPipeline(self.embedder, self.index, self.settings.search_config(**overrides),
                               reranker=self.reranker, breakers=self.breakers)
 
-    def search_tool(self):
+    @cached_property
+    def _search_tool(self):
         from citerag.agent.search_tool import SearchTool, SearchToolConfig
 
         s = self.settings
@@ -185,6 +186,10 @@ class Components:
                                max_retries=s.max_search_retries, acl_required=s.acl_required, namespace=s.namespace,
                                source_id_key=s.source_id_key)
         return SearchTool(self.pipeline(expand_parents=True), cfg)
+
+    def search_tool(self):
+        """One tool (and one pipeline, with its thread pool) per container, reused by every invocation."""
+        return self._search_tool
 
     def ingestor(self, extra_metadata: dict | None = None):
         from citerag.ingestion import Ingestor

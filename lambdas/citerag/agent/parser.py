@@ -8,6 +8,7 @@ malformed orchestration output becomes a REPROMPT that says exactly what to fix.
 from __future__ import annotations
 
 import uuid
+from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -207,7 +208,15 @@ def _as_answer(raw: str) -> str:
 
 
 def _mask(text: str, cfg: ParserConfig) -> tuple[str, list[str]]:
-    return PiiMasker(cfg.pii_rules, cfg.pii_extra, cfg.pii_allow).mask(text)
+    return _masker(cfg.model_dump_json(include={"pii_rules", "pii_extra", "pii_allow"})).mask(text)
+
+
+@lru_cache(maxsize=8)
+def _masker(rules_json: str) -> PiiMasker:
+    import json
+
+    r = json.loads(rules_json)
+    return PiiMasker(r["pii_rules"], r["pii_extra"], r["pii_allow"])
 
 
 def _id() -> str:

@@ -118,6 +118,10 @@ class PineconeIndex:
     def corpus_stats(self, namespace: str = "") -> CorpusStats:
         return self.store.corpus_stats(namespace)
 
+    def corpus_size(self, namespace: str = "") -> tuple[int, int]:
+        stats = self.store.corpus_stats(namespace)
+        return stats.n_docs, stats.total_len
+
     def query_dense(self, vector: np.ndarray, top_k: int, flt: dict | None = None, namespace: str = "") -> list[Match]:
         res = self.dense.query(vector=np.asarray(vector, dtype=np.float32).tolist(), top_k=top_k, filter=flt or None,
                                namespace=namespace, include_metadata=True)

@@ -72,6 +72,9 @@ class VectorIndex(Protocol):
 
     def corpus_stats(self, namespace: str = "") -> CorpusStats: ...
 
+    def corpus_size(self, namespace: str = "") -> tuple[int, int]:
+        """(documents, total tokens): what encoding a document needs, cheaper than the full statistics."""
+
 
 class Reranker(Protocol):
     def rerank(self, query: str, texts: Sequence[str], top_n: int) -> list[tuple[int, float]]:

@@ -252,6 +252,15 @@ class SqliteIndex:
     def corpus_stats(self, namespace: str = "") -> CorpusStats:
         return self._snapshot(namespace).stats
 
+    def corpus_size(self, namespace: str = "") -> tuple[int, int]:
+        """(documents, total tokens) for BM25 length normalisation, without loading the search snapshot, which
+        ingestion would otherwise rebuild after every document."""
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT n_docs, total_len FROM bm25_totals WHERE namespace=?", (namespace,)
+            ).fetchone()
+        return (int(row[0]), int(row[1])) if row else (0, 0)
+
     def namespaces(self) -> dict[str, dict[str, int]]:
         with self._lock:
             rows = self._conn.execute(
