@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PROVIDED_BY_RUNTIME = ("boto3", "botocore", "s3transfer", "jmespath", "dateutil", "urllib3", "six.py")
 NOT_IN_LAMBDA = ("citerag/samples", "citerag/testing", "citerag/cli.py")
-LAMBDA_PYTHON = "3.12"
+LAMBDA_PYTHON = "3.13"
 
 
 def build(out_dir: Path, *, python_version: str = LAMBDA_PYTHON, quiet: bool = True) -> Path:

@@ -140,10 +140,9 @@ def fusion_sweep(
     ds: Dataset, embedder: CachedEmbedder, index: SqliteIndex, candidates: int = 100
 ) -> dict[str, dict[str, float]]:
     """nDCG@10 etc. for RRF and convex fusion at several alphas, from one dense and one sparse run."""
-    pipeline = SearchPipeline(embedder, index, SearchConfig(candidates=candidates))
-    stats = index.corpus_stats()
     from citerag.search.sparse import encode_query
 
+    stats = index.corpus_stats()
     qids = [q for q in ds.qrels if q in ds.queries]
     dense_runs, sparse_runs = {}, {}
     for q in qids:
@@ -157,7 +156,6 @@ def fusion_sweep(
     for name, fn in variants.items():
         runs = {q: [i for i, _ in fn(dense_runs[q], sparse_runs[q])][:100] for q in qids}
         out[name] = evaluate(runs, ds.qrels)
-    del pipeline
     return out
 
 
