@@ -15,8 +15,15 @@ os.environ.setdefault("AWS_DEFAULT_REGION", "ap-northeast-1")
 os.environ.setdefault("AWS_REGION", "ap-northeast-1")
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 from citerag.settings import Components, Settings
+
+# CI runs the same examples every time (a new counterexample shows up in local runs, not as a surprise in CI);
+# locally hypothesis explores new random examples on each run.
+hypothesis_settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI"):
+    hypothesis_settings.load_profile("ci")
 
 SAMPLES = Path(__file__).resolve().parents[1] / "lambdas" / "citerag" / "samples"
 

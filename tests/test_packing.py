@@ -77,3 +77,10 @@ def test_packer_keeps_at_least_as_many_results_as_dropping_the_tail(texts, budge
     _, mine = pack(items, build_payload, budget, "query")
     _, seed = drop_tail(items, build_payload, budget)
     assert len(mine) >= len(seed)
+
+
+def test_results_with_empty_text_are_kept_not_counted_against_the_budget():
+    items = _items([""] * 13 + ["x" * 3000] * 5)
+    _, mine = pack(items, build_payload, 4000, "x")
+    _, seed = drop_tail(items, build_payload, 4000)
+    assert len(mine) >= len(seed) and [r["source_id"] for r in mine[:13]] == [f"S{i}" for i in range(1, 14)]

@@ -71,7 +71,8 @@ def pack(
                 {**it, "text": cut_to_bytes(it["text"], terms, share, cost)}
                 for it, share in zip(kept, shares, strict=True)
             ]
-            out = [it for it in out if it["text"]] or out[:1]
+            # A result cut down to nothing is dropped; one that was empty to begin with costs nothing and stays.
+            out = [o for o, it in zip(out, kept, strict=True) if o["text"] or not it["text"]] or out[:1]
             payload = _shrink_until_fits(out, build, budget, terms, size, cost)
             if payload is not None:
                 return payload, out
