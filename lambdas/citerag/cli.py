@@ -528,7 +528,7 @@ def trace(
 
             lines = []
             for group in with_lambda_logs:
-                lines.extend(_lambda_lines(aws.client("logs"), group, il.parse_since(since), session))
+                lines.extend(il.read_lambda_lines(aws.client("logs"), group, il.parse_since(since), session))
             tr.attach_lambda_logs(turns, lines)
         stats = {"turns": len(turns), "events": len(events), "skipped_lines": skipped,
                  "seconds": round(_time.perf_counter() - t0, 3)}
@@ -541,32 +541,6 @@ def trace(
         note = f"; {skipped} unreadable log lines skipped" if skipped else ""
         out.print(f"[dim]{len(turns)} turns from {len(events)} events in {stats['seconds']} s{note}"
                   + (f"; HTML written to {html_out}" if html_out else "") + "[/]")
-
-
-def _lambda_lines(client, group: str, since, session: str | None) -> list[dict]:
-    from datetime import UTC, datetime
-
-    from citerag.agent.invocation_logs import read_log_group  # noqa: F401 - same error handling style
-
-    end = datetime.now(UTC)
-    kwargs = {"logGroupName": group, "startTime": int((end - since).timestamp() * 1000),
-              "endTime": int(end.timestamp() * 1000)}
-    if session:
-        kwargs["filterPattern"] = f'"{session}"'
-    lines = []
-    try:
-        for page in client.get_paginator("filter_log_events").paginate(**kwargs):
-            for ev in page.get("events", []):
-                try:
-                    line = json.loads(ev.get("message", ""))
-                except json.JSONDecodeError:
-                    continue
-                if isinstance(line, dict) and "correlation_id" in line:
-                    lines.append(line)
-    except Exception as exc:
-        code = getattr(exc, "response", {}).get("Error", {}).get("Code", type(exc).__name__)
-        raise CiteragError(f"cannot read Lambda log group {group!r}: {code}") from None
-    return lines
 
 
 @app.command("bench-agent")

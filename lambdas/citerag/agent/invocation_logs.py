@@ -174,40 +174,61 @@ def read_export(data: Any) -> tuple[list[dict[str, Any]], int]:
     return records, skipped
 
 
-def read_log_group(client: Any, group: str, since: timedelta, session: str | None = None,
-                   until: datetime | None = None) -> tuple[list[dict[str, Any]], int]:
-    """Model-invocation records from CloudWatch Logs (paginated FilterLogEvents). Raises CiteragError with the fix
-    for missing permissions, unknown groups and empty ranges."""
+def filter_messages(client: Any, group: str, since: timedelta, session: str | None = None,
+                    until: datetime | None = None, *, require_events: bool = True) -> Iterator[str]:
+    """Messages of a log group in a time range (paginated FilterLogEvents, optionally only lines mentioning the
+    session id). Raises CiteragError naming the fix for missing permissions, unknown groups and empty ranges."""
     end = until or datetime.now(UTC)
     start = end - since
     kwargs: dict[str, Any] = {"logGroupName": group, "startTime": int(start.timestamp() * 1000),
                               "endTime": int(end.timestamp() * 1000)}
     if session:
         kwargs["filterPattern"] = f'"{session}"'
-    records, skipped, seen = [], 0, 0
+    seen = 0
     try:
         for page in client.get_paginator("filter_log_events").paginate(**kwargs):
             for ev in page.get("events", []):
                 seen += 1
-                rec = parse_record(ev.get("message", ""))
-                if rec is None:
-                    skipped += 1
-                else:
-                    records.append(rec)
+                yield ev.get("message", "")
     except Exception as exc:
         code = getattr(exc, "response", {}).get("Error", {}).get("Code", type(exc).__name__)
         if code in ("AccessDeniedException", "UnauthorizedOperation"):
             raise CiteragError(f"not allowed to read log group {group!r}: the caller needs logs:FilterLogEvents "
                                "on it") from None
         if code == "ResourceNotFoundException":
-            raise CiteragError(f"there is no log group named {group!r} in this account and region; the stack "
-                               "output ModelInvocationLogGroup names it") from None
+            raise CiteragError(f"there is no log group named {group!r} in this account and region") from None
         raise CiteragError(f"cannot read log group {group!r}: {code}") from None
-    if not seen:
+    if not seen and require_events:
         which = f" for session {session}" if session else ""
         raise CiteragError(f"log group {group!r} has no events between {start:%Y-%m-%d %H:%M} and "
                            f"{end:%Y-%m-%d %H:%M} UTC{which}; widen --since")
+
+
+def read_log_group(client: Any, group: str, since: timedelta, session: str | None = None,
+                   until: datetime | None = None) -> tuple[list[dict[str, Any]], int]:
+    """Model-invocation records of a log group, and how many lines were not records (skipped)."""
+    records, skipped = [], 0
+    for message in filter_messages(client, group, since, session, until):
+        rec = parse_record(message)
+        if rec is None:
+            skipped += 1
+        else:
+            records.append(rec)
     return records, skipped
+
+
+def read_lambda_lines(client: Any, group: str, since: timedelta, session: str | None = None) -> list[dict[str, Any]]:
+    """Powertools structured log lines (those carrying a correlation_id, i.e. the agent session id)."""
+    lines = []
+    # A search Lambda with nothing logged in the range is normal (no errors, INFO filtered): not an error.
+    for message in filter_messages(client, group, since, session, require_events=False):
+        try:
+            line = json.loads(message)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(line, dict) and "correlation_id" in line:
+            lines.append(line)
+    return lines
 
 
 def parse_since(text: str) -> timedelta:

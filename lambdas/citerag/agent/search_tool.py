@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from citerag.agent import source_ids
+from citerag.agent.tool_spec import string_map
 from citerag.errors import DependencyError, FilterSyntaxError
 from citerag.search import filters as flt_mod
 from citerag.search import packing
@@ -60,7 +61,7 @@ class SearchTool:
     def run(self, parameters: Any, session_attributes: Any, envelope: Envelope) -> tuple[ToolResult, str]:
         """Return (result, body). `envelope(result, body)` builds the complete response the caller will send, so
         the byte budget is checked against exactly what leaves the function."""
-        session = _string_map(session_attributes)
+        session = string_map(session_attributes)
         result = self._decide(parameters, session)
         if result.outcome == "ok":
             return result, self._pack(result, envelope)
@@ -197,12 +198,6 @@ def access_filter(session: dict[str, str], cfg: SearchToolConfig) -> dict[str, A
     if groups:
         parts.append({cfg.groups_attribute: {"$in": groups}})
     return flt_mod.combine(*parts)
-
-
-def _string_map(value: Any) -> dict[str, str]:
-    if not isinstance(value, dict):
-        return {}
-    return {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in value.items() if v is not None}
 
 
 def _int(value: Any, default):

@@ -27,3 +27,12 @@ PARAMETERS: dict[str, dict[str, Any]] = {
         "description": "How many passages to return, 1 to 20 (default 5).",
     },
 }
+
+
+def string_map(value: Any) -> dict[str, str]:
+    """Session attributes as the contract requires them: a str -> str map (None dropped, others JSON-encoded)."""
+    import json
+
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in value.items() if v is not None}

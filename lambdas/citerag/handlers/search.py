@@ -17,7 +17,7 @@ from aws_lambda_powertools.event_handler.bedrock_agent_function import (
 )
 from aws_lambda_powertools.metrics import MetricUnit
 
-from citerag.agent.tool_spec import FUNCTION_DESCRIPTION, FUNCTION_NAME, PARAMETERS
+from citerag.agent.tool_spec import FUNCTION_DESCRIPTION, FUNCTION_NAME, PARAMETERS, string_map
 
 logger = Logger(service="citerag-search")
 tracer = Tracer(service="citerag-search")
@@ -123,25 +123,17 @@ def sanitize_event(event: dict[str, Any]) -> dict[str, Any]:
     return {
         **event,
         "parameters": [p for p in params if isinstance(p, dict) and isinstance(p.get("name"), str)],
-        "sessionAttributes": _string_map(event.get("sessionAttributes")),
-        "promptSessionAttributes": _string_map(event.get("promptSessionAttributes")),
+        "sessionAttributes": string_map(event.get("sessionAttributes")),
+        "promptSessionAttributes": string_map(event.get("promptSessionAttributes")),
     }
-
-
-def _string_map(value: Any) -> dict[str, str]:
-    import json
-
-    if not isinstance(value, dict):
-        return {}
-    return {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in value.items() if v is not None}
 
 
 def error_response(event: Any, message: str, state: str | None = None) -> dict[str, Any]:
     import json
 
     ev = event if isinstance(event, dict) else {}
-    session = _string_map(ev.get("sessionAttributes"))
-    prompt_session = _string_map(ev.get("promptSessionAttributes"))
+    session = string_map(ev.get("sessionAttributes"))
+    prompt_session = string_map(ev.get("promptSessionAttributes"))
     function_response: dict[str, Any] = {
         "responseBody": {"TEXT": {"body": json.dumps({"results": [], "error": message}, ensure_ascii=False)}}
     }
