@@ -14,7 +14,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PROVIDED_BY_RUNTIME = ("boto3", "botocore", "s3transfer", "jmespath", "dateutil", "urllib3", "six.py")
-NOT_IN_LAMBDA = ("citerag/samples", "citerag/testing", "citerag/cli.py")
+NOT_IN_LAMBDA = ("citerag/samples", "citerag/testing", "citerag/cli", "citerag/bench")
 LAMBDA_PYTHON = "3.13"
 
 

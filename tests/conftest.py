@@ -17,7 +17,8 @@ os.environ.setdefault("AWS_REGION", "ap-northeast-1")
 import pytest
 from hypothesis import settings as hypothesis_settings
 
-from citerag.settings import Components, Settings
+from citerag.components import Components
+from citerag.settings import Settings
 
 # CI runs the same examples every time (a new counterexample shows up in local runs, not as a surprise in CI);
 # locally hypothesis explores new random examples on each run.
@@ -96,7 +97,7 @@ def make_encrypted_pdf() -> bytes:
 @contextmanager
 def boto3_pointed_at(double, env_var: str, monkeypatch):
     """Run a local double and point the real boto3 client of one service at it (AWS_ENDPOINT_URL_<SERVICE>)."""
-    from citerag import aws
+    from citerag.adapters import aws
 
     with double as d:
         monkeypatch.setenv(env_var, d.url)

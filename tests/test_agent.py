@@ -6,15 +6,16 @@ import json
 
 import pytest
 
-from citerag import aws
-from citerag.agent.client import AgentClient, answer_from_events
-from citerag.agent.local import build_runtime
-from citerag.agent.steps import steps_from_events
-from citerag.agent.tracefile import load, save
+from citerag.adapters import aws
+from citerag.components import Components
 from citerag.errors import CiteragError, DependencyError
-from citerag.settings import Components, Settings
+from citerag.handlers.local import local_agent
+from citerag.runtimes.classic import AgentClient, answer_from_events
+from citerag.settings import Settings
 from citerag.testing import eventstream
 from citerag.testing.doubles import AgentRuntimeDouble
+from citerag.traces.steps import steps_from_events
+from citerag.traces.tracefile import load, save
 
 from conftest import SAMPLES, boto3_pointed_at
 
@@ -23,7 +24,7 @@ from conftest import SAMPLES, boto3_pointed_at
 def runtime(tmp_path_factory):
     comps = Components(Settings(data_dir=tmp_path_factory.mktemp("agent"), embedder="hashing"))
     comps.ingestor().ingest_paths([SAMPLES])
-    return build_runtime(comps)
+    return local_agent(comps)
 
 
 def _kinds(events):
@@ -165,7 +166,7 @@ def test_converse_model_request_matches_the_botocore_model():
     import boto3
     from botocore.stub import Stubber
 
-    from citerag.agent.models import BedrockConverseModel
+    from citerag.adapters.converse import BedrockConverseModel
 
     client = boto3.client("bedrock-runtime", region_name="ap-northeast-1", aws_access_key_id="x",
                           aws_secret_access_key="y")

@@ -1,12 +1,14 @@
 from __future__ import annotations
 
-from citerag.agent.extractive import Passage, pick_sentences
+from citerag.citations.extractive import pick_sentences
+from citerag.search.passage import Passage
 
 
 def test_answers_are_verbatim_sentences_from_relevant_passages():
     passages = [
-        Passage("S1", "Unrelated intro. Replace the HEPA filter every 12 months. Clean the pre-filter.", "en"),
-        Passage("S2", "The warranty lasts two years.", "en"),
+        Passage(source_id="S1", lang="en",
+                text="Unrelated intro. Replace the HEPA filter every 12 months. Clean the pre-filter."),
+        Passage(source_id="S2", text="The warranty lasts two years.", lang="en"),
     ]
     picked = pick_sentences("How often should I replace the HEPA filter?", passages)
     assert picked[0].source_id == "S1"
@@ -15,19 +17,20 @@ def test_answers_are_verbatim_sentences_from_relevant_passages():
 
 
 def test_question_sentences_are_never_used_as_answers():
-    passages = [Passage("S1", "How often should I replace the HEPA filter?\nEvery 12 months, replace it.", "en")]
+    passages = [Passage(source_id="S1", lang="en",
+                        text="How often should I replace the HEPA filter?\nEvery 12 months, replace it.")]
     picked = pick_sentences("How often should I replace the HEPA filter?", passages)
     assert [p.sentence for p in picked] == ["Every 12 months, replace it."]
 
 
 def test_prefers_sources_in_the_language_of_the_question():
     passages = [
-        Passage("S1", "Replace the HEPA filter every 12 months.", "en"),
-        Passage("S2", "HEPAフィルターは12か月ごとに交換してください。", "ja"),
+        Passage(source_id="S1", text="Replace the HEPA filter every 12 months.", lang="en"),
+        Passage(source_id="S2", text="HEPAフィルターは12か月ごとに交換してください。", lang="ja"),
     ]
     picked = pick_sentences("HEPAフィルターの交換時期は？", passages)
     assert [p.source_id for p in picked] == ["S2"]
 
 
 def test_nothing_relevant_gives_no_sentences():
-    assert pick_sentences("anything", [Passage("S1", "text here.", "en", relevant=False)]) == []
+    assert pick_sentences("anything", [Passage(source_id="S1", text="text here.", lang="en", relevant=False)]) == []

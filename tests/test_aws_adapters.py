@@ -11,13 +11,13 @@ import pytest
 from moto import mock_aws
 from pinecone import Index
 
-from citerag import aws
+from citerag.adapters import aws
+from citerag.adapters.pinecone_index import MAX_BATCH_BYTES, PineconeIndex, batches, clean_metadata
+from citerag.adapters.s3_store import S3DocumentStore
+from citerag.adapters.titan import TitanEmbedder
 from citerag.errors import DependencyError
-from citerag.search.pinecone_index import MAX_BATCH_BYTES, PineconeIndex, batches, clean_metadata
 from citerag.search.ports import DocumentInfo, Record
-from citerag.search.s3_store import S3DocumentStore
 from citerag.search.sparse import SparseVector
-from citerag.search.titan import TitanEmbedder
 from citerag.testing.doubles import BedrockRuntimeDouble, PineconeDouble
 
 from conftest import boto3_pointed_at
@@ -203,7 +203,7 @@ def test_pinecone_key_comes_from_secrets_manager_and_never_reaches_logs(monkeypa
 def test_bedrock_rerank_request_matches_the_botocore_model():
     from botocore.stub import Stubber
 
-    from citerag.search.rerank import BedrockReranker
+    from citerag.adapters.rerank import BedrockReranker
 
     client = boto3.client("bedrock-agent-runtime", region_name="ap-northeast-1",
                           aws_access_key_id="x", aws_secret_access_key="y")

@@ -5,8 +5,8 @@ import math
 
 from typer.testing import CliRunner
 
+from citerag.bench.metrics import evaluate, mrr_at, ndcg_at, percentile, recall_at
 from citerag.cli import app
-from citerag.search.metrics import evaluate, mrr_at, ndcg_at, percentile, recall_at
 
 
 def test_metric_definitions_match_beir():

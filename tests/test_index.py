@@ -5,10 +5,10 @@ import sqlite3
 import numpy as np
 import pytest
 
+from citerag.adapters.sqlite_index import SqliteIndex
 from citerag.errors import IndexError_
 from citerag.search.ports import DocumentInfo, Record
 from citerag.search.sparse import SparseVector
-from citerag.search.sqlite_index import SqliteIndex
 
 DIM = 8
 

@@ -14,8 +14,8 @@ import pytest
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 pytest.importorskip("aws_cdk")
 
-from citerag.agent import prompts
-from citerag.agent.tool_spec import FUNCTION_DESCRIPTION, FUNCTION_NAME, PARAMETERS
+from citerag.citations import prompts
+from citerag.citations.tool import FUNCTION_DESCRIPTION, FUNCTION_NAME, PARAMETERS
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -12,12 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
 
-from citerag.agent.s3_events import PoisonMessage, parse_notification
-from citerag.documents.sources import S3ObjectSource
+from citerag.adapters.object_stores import S3ObjectSource
+from citerag.components import Components
 from citerag.errors import DependencyError
 from citerag.handlers import ingest as ingest_handler
 from citerag.handlers.local import LocalContext
-from citerag.settings import Components, Settings
+from citerag.ingestion.s3_events import PoisonMessage, parse_notification
+from citerag.settings import Settings
 
 from conftest import SAMPLES, make_encrypted_pdf
 from handler_support import event
@@ -29,7 +30,7 @@ BUCKET = "citerag-documents-123456789012"
 def env(tmp_path, monkeypatch):
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    from citerag import aws
+    from citerag.adapters import aws
 
     aws.client.cache_clear()
     with mock_aws():
@@ -38,8 +39,7 @@ def env(tmp_path, monkeypatch):
         sqs = boto3.client("sqs", region_name="ap-northeast-1")
         dlq = sqs.create_queue(QueueName="citerag-ingest-dlq")["QueueUrl"]
         comps = Components(Settings(data_dir=tmp_path / "data", embedder="hashing", dlq_url=dlq))
-        monkeypatch.setattr(ingest_handler, "_components", comps)
-        monkeypatch.setattr(ingest_handler, "_source", S3ObjectSource(s3))
+        comps.object_source = S3ObjectSource(s3)
         yield {"s3": s3, "sqs": sqs, "dlq": dlq, "comps": comps}
     aws.client.cache_clear()
 
@@ -63,8 +63,8 @@ def sqs_event(*bodies) -> dict:
     return {"Records": recs}
 
 
-def run(ev):
-    return ingest_handler.handler(ev, LocalContext(function_name="citerag-ingest"))
+def run(ev, comps):
+    return ingest_handler.build(comps)(ev, LocalContext(function_name="citerag-ingest"))
 
 
 def dlq_messages(env) -> list[dict]:
@@ -83,26 +83,26 @@ def docs(env):
 def test_sample_events_index_and_remove(env):
     for name in ("faq-en.md", "kumo-pure-300-manual-ja.pdf"):
         put(env, name, (SAMPLES / name).read_bytes())
-    assert run(event("ingest-created.json")) == {"batchItemFailures": []}
+    assert run(event("ingest-created.json"), env["comps"]) == {"batchItemFailures": []}
     assert set(docs(env)) == {f"s3://{BUCKET}/faq-en.md", f"s3://{BUCKET}/kumo-pure-300-manual-ja.pdf"}
     misses = env["comps"].embedder.misses
-    assert run(event("ingest-created.json")) == {"batchItemFailures": []}  # redelivery: nothing changes
+    assert run(event("ingest-created.json"), env["comps"]) == {"batchItemFailures": []}  # redelivery: nothing changes
     assert env["comps"].embedder.misses == misses
-    assert run(event("ingest-removed.json")) == {"batchItemFailures": []}
+    assert run(event("ingest-removed.json"), env["comps"]) == {"batchItemFailures": []}
     assert set(docs(env)) == {f"s3://{BUCKET}/kumo-pure-300-manual-ja.pdf"}
-    assert run(event("ingest-test-event.json")) == {"batchItemFailures": []}
+    assert run(event("ingest-test-event.json"), env["comps"]) == {"batchItemFailures": []}
 
 
 def test_unicode_and_url_encoded_keys(env):
     key = "マニュアル/よくある質問 2026.md"
     put(env, key, (SAMPLES / "faq-ja.md").read_bytes())
-    assert run(event("ingest-unicode-key.json")) == {"batchItemFailures": []}
+    assert run(event("ingest-unicode-key.json"), env["comps"]) == {"batchItemFailures": []}
     assert f"s3://{BUCKET}/{key}" in docs(env)
 
 
 def test_object_metadata_becomes_access_metadata(env):
     put(env, "acme/manual.md", b"# Manual\n\nThe acme manual text.\n", tenant="acme", groups="support, sales")
-    run(sqs_event({"Records": [s3_record("acme/manual.md")]}))
+    run(sqs_event({"Records": [s3_record("acme/manual.md")]}), env["comps"])
     import numpy as np
 
     (m,) = env["comps"].index.query_dense(np.ones(env["comps"].embedder.dim, np.float32), 5, {"tenant": "acme"})
@@ -112,7 +112,7 @@ def test_object_metadata_becomes_access_metadata(env):
 def test_poison_and_permanent_failures_go_to_the_dlq_with_their_reason(env):
     put(env, "support-contacts.txt", (SAMPLES / "support-contacts.txt").read_bytes())
     put(env, "slides.pptx", b"PK\x03\x04")
-    resp = run(event("ingest-mixed.json"))
+    resp = run(event("ingest-mixed.json"), env["comps"])
     assert resp == {"batchItemFailures": []}  # retrying cannot fix these: they are not returned as failures
     assert f"s3://{BUCKET}/support-contacts.txt" in docs(env)
     reasons = sorted(m["MessageAttributes"]["reason"]["StringValue"] for m in dlq_messages(env))
@@ -127,26 +127,26 @@ def test_transient_failures_are_reported_for_retry(env, monkeypatch):
         def get(self, bucket, key):
             raise DependencyError(f"cannot read s3://{bucket}/{key}: SlowDown")
 
-    monkeypatch.setattr(ingest_handler, "_source", Down())
+    env["comps"].object_source = Down()
     ev = sqs_event({"Records": [s3_record("faq-en.md")]}, {"Event": "s3:TestEvent"})
-    assert run(ev) == {"batchItemFailures": [{"itemIdentifier": "msg-0"}]}
+    assert run(ev, env["comps"]) == {"batchItemFailures": [{"itemIdentifier": "msg-0"}]}
     assert dlq_messages(env) == []  # SQS retries it; the redrive policy moves it to the DLQ later
 
 
 def test_object_deleted_before_processing_removes_the_document(env):
     put(env, "faq-en.md", (SAMPLES / "faq-en.md").read_bytes())
-    run(sqs_event({"Records": [s3_record("faq-en.md")]}))
+    run(sqs_event({"Records": [s3_record("faq-en.md")]}), env["comps"])
     env["s3"].delete_object(Bucket=BUCKET, Key="faq-en.md")
-    assert run(sqs_event({"Records": [s3_record("faq-en.md")]})) == {"batchItemFailures": []}
+    assert run(sqs_event({"Records": [s3_record("faq-en.md")]}), env["comps"]) == {"batchItemFailures": []}
     assert docs(env) == {}
 
 
 def test_a_failed_reingest_keeps_the_previous_version(env):
     put(env, "guide.md", b"# Guide\n\nVersion one text.\n")
-    run(sqs_event({"Records": [s3_record("guide.md")]}))
+    run(sqs_event({"Records": [s3_record("guide.md")]}), env["comps"])
     before = docs(env)[f"s3://{BUCKET}/guide.md"].content_hash
     put(env, "guide.md", b"\xff\xfe not utf-8 \xff")
-    run(sqs_event({"Records": [s3_record("guide.md")]}))
+    run(sqs_event({"Records": [s3_record("guide.md")]}), env["comps"])
     assert docs(env)[f"s3://{BUCKET}/guide.md"].content_hash == before
     assert "not valid UTF-8" in dlq_messages(env)[0]["MessageAttributes"]["reason"]["StringValue"]
 
@@ -193,7 +193,7 @@ def test_bad_input_matrix(env, name, body, outcome, text):
     put(env, "deck.pptx", b"PK")
     put(env, "README", b"text")
     put(env, "my notes.md", b"# Notes\n\nSome notes.\n")
-    resp = run(sqs_event(body))
+    resp = run(sqs_event(body), env["comps"])
     assert resp == {"batchItemFailures": []}, name
     dead = dlq_messages(env)
     if outcome in ("poison", "failed"):
@@ -206,7 +206,7 @@ def test_bad_input_matrix(env, name, body, outcome, text):
 
 
 def test_not_an_sqs_event_is_rejected_without_raising(env):
-    assert run({"hello": "world"}) == {"batchItemFailures": []}
+    assert run({"hello": "world"}, env["comps"]) == {"batchItemFailures": []}
 
 
 @settings(max_examples=300, deadline=None)

@@ -5,19 +5,21 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from citerag.search.packing import assign_source_ids, cut_to_bytes, drop_tail, json_size, pack
-from citerag.search.response import build_payload
+from citerag.citations.payload import build_payload
+from citerag.citations.source_ids import assign
+from citerag.search.packing import cut_to_bytes, drop_tail, json_size, pack
+from citerag.search.passage import Passage
 
 
 def _items(texts):
-    return assign_source_ids([{"text": t, "uri": f"file:///{i}.pdf", "title": f"T{i}", "page": i + 1, "score": 1.0}
-                              for i, t in enumerate(texts)])
+    return assign([Passage(text=t, uri=f"file:///{i}.pdf", title=f"T{i}", page=i + 1, score=1.0)
+                   for i, t in enumerate(texts)])
 
 
 def test_everything_fits_unchanged():
     items = _items(["short one.", "short two."])
     payload, kept = pack(items, build_payload, 25_000, "short")
-    assert kept == items and payload["results"] == items
+    assert kept == items and payload["results"] == [p.wire() for p in items]
 
 
 def test_long_passages_are_cut_around_the_best_sentence_not_dropped():
@@ -29,7 +31,7 @@ def test_long_passages_are_cut_around_the_best_sentence_not_dropped():
     assert json_size(payload) <= budget
     assert len(kept) == 6  # all results survive, shortened
     for r in kept:
-        assert "HEPA filter lasts twelve months" in r["text"]
+        assert "HEPA filter lasts twelve months" in r.text
     _, seed = drop_tail(items, build_payload, budget)
     assert len(seed) < len(kept)
 
@@ -37,8 +39,8 @@ def test_long_passages_are_cut_around_the_best_sentence_not_dropped():
 def test_source_ids_and_metadata_survive_packing():
     items = _items(["x" * 5000, "y" * 5000, "z" * 5000])
     _, kept = pack(items, build_payload, 4000, "x")
-    assert [r["source_id"] for r in kept] == ["S1", "S2", "S3"][: len(kept)]
-    assert all(r["uri"].startswith("file:///") and r["page"] for r in kept)
+    assert [r.source_id for r in kept] == ["S1", "S2", "S3"][: len(kept)]
+    assert all(r.uri.startswith("file:///") and r.page for r in kept)
 
 
 def test_cut_keeps_whole_characters_and_marks_elisions():
@@ -63,11 +65,10 @@ def test_packing_never_exceeds_the_budget_and_stays_valid_utf8_json(texts, budge
     assert len(raw) <= budget
     assert json.loads(raw.decode("utf-8")) == payload  # strict decode: no split character
     # Results keep their rank order and their ids (best first); nothing is reordered or renamed.
-    ranks = [int(r["source_id"][1:]) for r in kept]
+    ranks = [int(r.source_id[1:]) for r in kept]
     assert ranks == sorted(ranks)
-    originals = {r["source_id"]: r for r in _items(texts)}
-    assert all({k: v for k, v in r.items() if k != "text"} == {k: v for k, v in originals[r["source_id"]].items()
-               if k != "text"} for r in kept)
+    originals = {r.source_id: r for r in _items(texts)}
+    assert all(r.model_dump(exclude={"text"}) == originals[r.source_id].model_dump(exclude={"text"}) for r in kept)
 
 
 @settings(max_examples=100, deadline=None)
@@ -83,4 +84,4 @@ def test_results_with_empty_text_are_kept_not_counted_against_the_budget():
     items = _items([""] * 13 + ["x" * 3000] * 5)
     _, mine = pack(items, build_payload, 4000, "x")
     _, seed = drop_tail(items, build_payload, 4000)
-    assert len(mine) >= len(seed) and [r["source_id"] for r in mine[:13]] == [f"S{i}" for i in range(1, 14)]
+    assert len(mine) >= len(seed) and [r.source_id for r in mine[:13]] == [f"S{i}" for i in range(1, 14)]

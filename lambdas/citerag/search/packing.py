@@ -13,12 +13,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from citerag.documents.text import split_sentences
+from citerag.search.passage import Passage
+from citerag.search.query import Query
 from citerag.search.sparse import tokenize
 
 ELLIPSIS = " … "
 MIN_PASSAGE_BYTES = 240
 
-Builder = Callable[[list[dict[str, Any]]], dict[str, Any]]
+Builder = Callable[[list[Passage]], dict[str, Any]]
 
 
 def json_size(obj: Any) -> int:
@@ -33,46 +35,46 @@ def _text_cost(text: str) -> int:
     return len(json.dumps(text, ensure_ascii=False).encode("utf-8")) - 2
 
 
-
 def pack(
-    items: Sequence[dict[str, Any]],
+    items: Sequence[Passage],
     build: Builder,
     budget: int,
-    query: str,
+    query: str | Query,
     *,
     min_passage_bytes: int = MIN_PASSAGE_BYTES,
     size: Callable[[Any], int] = json_size,
     text_cost: Callable[[str], int] | None = None,
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Return (payload, kept items). Each item is a dict with a "text" key; `build(items)` makes the payload.
+) -> tuple[dict[str, Any], list[Passage]]:
+    """Return (payload, kept passages, texts cut to fit). `build(passages)` makes the payload.
 
     `size(payload)` measures what is actually sent (by default compact UTF-8 JSON); `text_cost(text)` is what
     one text adds to it (by default its JSON-escaped UTF-8 length). A Lambda response that embeds the body as
     a JSON string and is sent ASCII-escaped passes both. Raises ValueError if even an empty result list does
     not fit the budget."""
     cost = text_cost or _text_cost
-    items = [dict(it) for it in items]
+    items = list(items)
     if size(build([])) > budget:
         raise ValueError(f"budget of {budget} bytes is too small for the response envelope")
     if size(build(items)) <= budget:
         return build(items), items
 
-    terms = set(tokenize(query))
+    terms = set(tokenize(query)) if isinstance(query, str) else set(query.terms)
     n = len(items)
     while n > 0:
         kept = items[:n]
-        base = size(build([{**it, "text": ""} for it in kept]))
+        base = size(build([it.model_copy(update={"text": ""}) for it in kept]))
         room = budget - base
-        costs = [cost(it["text"]) for it in kept]
+        costs = [cost(it.text) for it in kept]
         shares = _water_fill(costs, room)
-        # The last share is the smallest; if it is too small to carry a sentence, drop a result instead.
-        if n == 1 or min(shares) >= min(min_passage_bytes, min(costs)):
+        # Every result must keep a useful part (a sentence, or all of a short text); if one cannot, drop a
+        # result from the tail instead. Empty texts cost nothing and always stay.
+        if n == 1 or all(share >= min(min_passage_bytes, c) for share, c in zip(shares, costs, strict=True)):
             out = [
-                {**it, "text": cut_to_bytes(it["text"], terms, share, cost)}
+                it.model_copy(update={"text": cut_to_bytes(it.text, terms, share, cost)})
                 for it, share in zip(kept, shares, strict=True)
             ]
             # A result cut down to nothing is dropped; one that was empty to begin with costs nothing and stays.
-            out = [o for o, it in zip(out, kept, strict=True) if o["text"] or not it["text"]] or out[:1]
+            out = [o for o, it in zip(out, kept, strict=True) if o.text or not it.text] or out[:1]
             payload = _shrink_until_fits(out, build, budget, terms, size, cost)
             if payload is not None:
                 return payload, out
@@ -93,16 +95,17 @@ def _water_fill(costs: list[int], room: int) -> list[int]:
     return shares
 
 
-def _shrink_until_fits(out: list[dict[str, Any]], build: Builder, budget: int, terms: set[str], size, cost):
+def _shrink_until_fits(out: list[Passage], build: Builder, budget: int, terms: set[str], size, cost):
     for _ in range(50):
         payload = build(out)
         n = size(payload)
         if n <= budget:
             return payload
         # Estimation slack (separators, ellipses): trim the longest text a little.
-        j = max(range(len(out)), key=lambda i: cost(out[i]["text"]))
-        cur = cost(out[j]["text"])
-        out[j]["text"] = cut_to_bytes(out[j]["text"], terms, max(0, cur - max(n - budget, cur // 10)), cost)
+        j = max(range(len(out)), key=lambda i: cost(out[i].text))
+        cur = cost(out[j].text)
+        out[j] = out[j].model_copy(update={
+            "text": cut_to_bytes(out[j].text, terms, max(0, cur - max(n - budget, cur // 10)), cost)})
     return None
 
 
@@ -165,18 +168,13 @@ def _truncate(text: str, max_bytes: int, cost: Callable[[str], int]) -> str:
 
 
 def drop_tail(
-    items: Sequence[dict[str, Any]], build: Builder, budget: int, size: Callable[[Any], int] = json_size
-) -> tuple[dict[str, Any], list[dict]]:
+    items: Sequence[Passage], build: Builder, budget: int, size: Callable[[Any], int] = json_size
+) -> tuple[dict[str, Any], list[Passage]]:
     """The common approach, kept for comparison in benchmarks: drop whole results until the payload fits."""
-    kept = [dict(it) for it in items]
+    kept = list(items)
     while kept and size(build(kept)) > budget:
         kept.pop()
     return build(kept), kept
 
 
-def assign_source_ids(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{"source_id": f"S{i}", **{k: v for k, v in it.items() if k != "source_id"}}
-            for i, it in enumerate(items, start=1)]
-
-
-__all__ = ["assign_source_ids", "cut_to_bytes", "drop_tail", "dumps", "json_size", "pack"]
+__all__ = ["cut_to_bytes", "drop_tail", "dumps", "json_size", "pack"]

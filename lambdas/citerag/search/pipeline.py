@@ -7,20 +7,20 @@ import math
 import time
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, Field
 
-from citerag.errors import DependencyError, QueryError
+from citerag.errors import CiteragError, DependencyError
 from citerag.search import filters as flt_mod
 from citerag.search import fusion
-from citerag.search.embedders import Embedder
-from citerag.search.ports import Match, Reranker, VectorIndex
-from citerag.search.resilience import CircuitBreaker
+from citerag.search.passage import Passage
+from citerag.search.ports import Embedder, Match, Reranker, VectorIndex
+from citerag.search.query import Query, analyze
+from citerag.search.resilience import CircuitBreaker, CircuitOpenError
 from citerag.search.sparse import CorpusStats, encode_query, term_id, tokenize
-
-MAX_QUERY_CHARS = 2000
 
 
 class SearchConfig(BaseModel):
@@ -39,31 +39,15 @@ class SearchConfig(BaseModel):
     timeout_s: float = 10.0
 
 
-class Hit(BaseModel):
-    id: str
-    doc_id: str
-    parent_id: str
-    text: str
-    score: float
-    uri: str
-    title: str
-    page: int | None = None
-    section: str | None = None
-    lang: str = "en"
-    dense_score: float | None = None
-    coverage: float = 0.0
-    relevance: float | None = None
-    relevant: bool = True
-    metadata: dict[str, Any] = Field(default_factory=dict)
-
-
-class SearchOutcome(BaseModel):
-    hits: list[Hit]
-    degraded: list[str] = Field(default_factory=list, description="stages that failed and were skipped")
-    timings_ms: dict[str, float] = Field(default_factory=dict)
+@dataclass
+class SearchOutcome:
+    query: Query
+    hits: list[Passage]
+    degraded: list[str] = field(default_factory=list)  # stages that failed and were skipped
+    timings_ms: dict[str, float] = field(default_factory=dict)
 
     @property
-    def relevant_hits(self) -> list[Hit]:
+    def relevant_hits(self) -> list[Passage]:
         return [h for h in self.hits if h.relevant]
 
 
@@ -93,7 +77,7 @@ class SearchPipeline:
 
     def search(
         self,
-        query: str,
+        query: str | Query,
         *,
         top_k: int = 5,
         flt: dict | None = None,
@@ -101,8 +85,8 @@ class SearchPipeline:
         mode: Literal["hybrid", "dense", "bm25"] = "hybrid",
         grade: bool = True,
     ) -> SearchOutcome:
-        """Top-k hits best first. `grade=False` skips the relevance grading (benchmarks rank 100 hits)."""
-        query = validate_query(query)
+        """Top-k passages best first. `grade=False` skips the relevance grading (benchmarks rank 100 hits)."""
+        q = analyze(query)
         if flt:
             flt_mod.validate(flt)
         cfg = self.config
@@ -116,7 +100,7 @@ class SearchPipeline:
 
         def dense_branch() -> tuple[list[Match], np.ndarray]:
             t = time.perf_counter()
-            qv = self._guard("embed", lambda: self.embedder.embed_query(query))  # type: ignore[union-attr]
+            qv = self._guard("embed", lambda: self.embedder.embed_query(q.text))  # type: ignore[union-attr]
             timings["embed_ms"] = (time.perf_counter() - t) * 1000
             t = time.perf_counter()
             res = self._guard("dense", lambda: self.index.query_dense(qv, n_cand, flt, namespace))
@@ -125,7 +109,7 @@ class SearchPipeline:
 
         def sparse_branch() -> list[Match]:
             t = time.perf_counter()
-            qs = encode_query(query, stats)
+            qs = encode_query(q, stats)
             res = self._guard("sparse", lambda: self.index.query_sparse(qs, n_cand, flt, namespace))
             timings["sparse_ms"] = (time.perf_counter() - t) * 1000
             return res
@@ -174,14 +158,14 @@ class SearchPipeline:
             head = fused[: max(top_k * 4, 20)]
             texts = [by_id[i].metadata.get("text", "") for i, _ in head]
             try:
-                order = self._guard("rerank", lambda: self.reranker.rerank(query, texts, len(head)))
+                order = self._guard("rerank", lambda: self.reranker.rerank(q.text, texts, len(head)))
                 fused = [(head[i][0], s) for i, s in order] + fused[len(head):]
             except Exception:  # rerank is an optional refinement: skip it when it fails
                 degraded.append("rerank")
             timings["rerank_ms"] = (time.perf_counter() - t) * 1000
 
-        q_terms = _idf_terms(query, stats) if grade else {}
-        hits: list[Hit] = []
+        q_terms = _idf_terms(q, stats) if grade else {}
+        hits: list[Passage] = []
         seen_parents: set[str] = set()
         for mid, score in fused:
             if len(hits) >= top_k:
@@ -191,7 +175,7 @@ class SearchPipeline:
             if cfg.expand_parents and parent_id in seen_parents:
                 continue
             seen_parents.add(parent_id)
-            hit = _hit(mid, score, md, dense_scores.get(mid))
+            hit = Passage.from_match(mid, score, md, dense_scores.get(mid))
             if grade:
                 if hit.dense_score is None and dense:
                     # Found by BM25 only: its cosine is below the dense list's last one.
@@ -210,9 +194,13 @@ class SearchPipeline:
             list(self._pool.map(lambda h: self._expand(h, namespace), hits))
             timings["parents_ms"] = (time.perf_counter() - t) * 1000
         timings["total_ms"] = (time.perf_counter() - t0) * 1000
-        return SearchOutcome(hits=hits, degraded=degraded, timings_ms=timings)
+        return SearchOutcome(query=q, hits=hits, degraded=degraded, timings_ms=timings)
 
-    def _expand(self, hit: Hit, namespace: str) -> None:
+    def stats(self, namespace: str = "") -> CorpusStats:
+        """BM25 corpus statistics (IDF weights for sentence selection)."""
+        return self._stats_provider(namespace)
+
+    def _expand(self, hit: Passage, namespace: str) -> None:
         get_parent = getattr(self.index, "get_parent", None)
         try:
             parent = get_parent(hit.parent_id, namespace) if get_parent else None
@@ -224,59 +212,22 @@ class SearchPipeline:
             hit.text = parent
             return
         # Too long to send whole: widen the chunk symmetrically inside its parent.
-        start = int(hit.metadata.get("char_start", 0))
-        end = int(hit.metadata.get("char_end", start + len(hit.text)))
+        start = hit.char_start or 0
+        end = hit.char_end if hit.char_end is not None else start + len(hit.text)
         extra = max(0, self.config.max_parent_chars - (end - start)) // 2
         hit.text = parent[max(0, start - extra) : min(len(parent), end + extra)]
 
 
 def _reason(exc: BaseException) -> str:
     """A short reason for logs and responses; never the exception's args, which may carry request data."""
-    from citerag.errors import CiteragError
-    from citerag.search.resilience import CircuitOpenError
-
     if isinstance(exc, (CiteragError, CircuitOpenError)):
         return str(exc)
     return type(exc).__name__
 
 
-def validate_query(query: Any) -> str:
-    if not isinstance(query, str):
-        raise QueryError("the query must be text")
-    q = query.replace("\x00", " ").strip()
-    if not q:
-        raise QueryError("the query is empty; ask a question or give some keywords")
-    if len(q) > MAX_QUERY_CHARS:
-        # Embedding models read ~512 tokens; a longer "query" is almost always a pasted document.
-        raise QueryError(f"the query is {len(q):,} characters long; the limit is {MAX_QUERY_CHARS:,}")
-    return q
-
-
-def _hit(mid: str, score: float, md: dict[str, Any], dense_score: float | None) -> Hit:
-    page = md.get("page")
-    return Hit(
-        id=mid,
-        doc_id=str(md.get("doc_id", "")),
-        parent_id=str(md.get("parent_id", mid)),
-        text=str(md.get("text", "")),
-        score=round(float(score), 6),
-        uri=str(md.get("source_uri", "")),
-        title=str(md.get("title", "")),
-        page=int(page) if isinstance(page, (int, float)) and not isinstance(page, bool) else None,
-        section=md.get("section") if isinstance(md.get("section"), str) else None,
-        lang=str(md.get("lang", "en")),
-        dense_score=dense_score,
-        metadata=md,
-    )
-
-
-def _idf_terms(query: str, stats: CorpusStats) -> dict[int, float]:
-    weights: dict[int, float] = {}
-    for tok in tokenize(query):
-        t = term_id(tok)
-        # Terms the corpus has never seen still count: a query about something absent is not covered.
-        weights[t] = stats.idf(t) if stats.n_docs else 1.0
-    return weights
+def _idf_terms(query: Query, stats: CorpusStats) -> dict[int, float]:
+    # Terms the corpus has never seen still count: a query about something absent is not covered.
+    return {t: stats.idf(t) if stats.n_docs else 1.0 for t in query.term_ids}
 
 
 def _coverage(text: str, q_terms: dict[int, float]) -> float:

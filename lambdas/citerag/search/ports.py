@@ -1,18 +1,31 @@
-"""Ports of the search core: what the pipeline needs from an index, a parent store, and a reranker.
+"""Ports of the retrieval core: what it needs from an embedder, an index and a reranker.
 
-The embedded SQLite index and the Pinecone adapter both implement `VectorIndex`; tests written against
-one hold for the other.
+Adapters (citerag.adapters) implement them; the core never imports an adapter. The embedded SQLite index and
+the Pinecone adapter both implement `VectorIndex`, and one conformance suite (tests/test_index_conformance.py)
+holds both to it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from citerag.search.sparse import CorpusStats, SparseVector
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors. Queries and passages may be embedded differently."""
+
+    model_id: str
+    dim: int
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def embed_query(self, text: str) -> np.ndarray: ...
 
 
 class Record(BaseModel):
@@ -68,7 +81,8 @@ class VectorIndex(Protocol):
         self, vector: SparseVector, top_k: int, flt: dict | None = None, namespace: str = ""
     ) -> list[Match]: ...
 
-    def get_parent(self, parent_id: str, namespace: str = "") -> str | None: ...
+    def get_parent(self, parent_id: str, namespace: str = "") -> str | None:
+        """The full text of a chunk's parent (page or section), for parent expansion."""
 
     def corpus_stats(self, namespace: str = "") -> CorpusStats: ...
 

@@ -134,8 +134,10 @@ def encode_document(counts: Counter[int], stats: CorpusStats, params: BM25Params
     return _top(weights)
 
 
-def encode_query(text: str, stats: CorpusStats) -> SparseVector:
-    counts = term_counts(text)
+def encode_query(query, stats: CorpusStats) -> SparseVector:
+    """BM25 query vector: IDF per term (terms the corpus lacks are left out). `query` is text or an analysed
+    `search.query.Query`, whose term counts are reused."""
+    counts = term_counts(query) if isinstance(query, str) else query.term_counts
     weights = {t: stats.idf(t) * n for t, n in counts.items() if stats.df.get(t)}
     return _top(weights)
 

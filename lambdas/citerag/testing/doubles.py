@@ -17,8 +17,8 @@ from urllib.parse import parse_qs, unquote, urlparse
 
 import numpy as np
 
+from citerag.adapters.embedders import HashingEmbedder
 from citerag.search import filters
-from citerag.search.embedders import HashingEmbedder
 
 
 @dataclass

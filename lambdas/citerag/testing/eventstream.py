@@ -7,12 +7,12 @@ Header: name length (1) | name | type 7 = string (1) | value length (2) | value.
 
 from __future__ import annotations
 
-import base64
 import binascii
 import json
 import struct
-from datetime import datetime
 from typing import Any
+
+from citerag.traces.tracefile import jsonable
 
 
 def _header(name: str, value: str) -> bytes:
@@ -29,22 +29,9 @@ def message(headers: dict[str, str], payload: bytes) -> bytes:
     return body + struct.pack(">I", binascii.crc32(body) & 0xFFFFFFFF)
 
 
-def _jsonable(value: Any) -> Any:
-    """rest-json event payload encoding: blobs base64, timestamps ISO 8601."""
-    if isinstance(value, bytes):
-        return base64.b64encode(value).decode()
-    if isinstance(value, datetime):
-        return value.isoformat().replace("+00:00", "Z")
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_jsonable(v) for v in value]
-    return value
-
-
 def event(event_type: str, body: dict[str, Any]) -> bytes:
     return message({":event-type": event_type, ":content-type": "application/json", ":message-type": "event"},
-                   json.dumps(_jsonable(body), ensure_ascii=False).encode())
+                   json.dumps(jsonable(body), ensure_ascii=False).encode())
 
 
 def exception(exception_type: str, msg: str) -> bytes:
@@ -55,7 +42,3 @@ def exception(exception_type: str, msg: str) -> bytes:
 def encode_stream(events: list[dict[str, Any]]) -> bytes:
     """InvokeAgent events as produced by the local runtime ({"chunk": ...}, {"trace": ...}) -> wire bytes."""
     return b"".join(event(next(iter(e)), next(iter(e.values()))) for e in events)
-
-
-def jsonable(value: Any) -> Any:
-    return _jsonable(value)

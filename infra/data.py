@@ -1,0 +1,105 @@
+"""The shared data plane every runtime uses: the documents bucket (with access logs), S3 -> SQS (+ DLQ) -> the
+ingest Lambda, the Pinecone API key secret, and the settings every search or ingest function reads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import aws_cdk as cdk
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as events
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_s3_notifications as s3n
+from aws_cdk import aws_secretsmanager as sm
+from aws_cdk import aws_sqs as sqs
+
+from infra.common import ack, ack_xray, function, lambda_code
+from infra.config import DeployConfig
+
+
+@dataclass
+class SharedData:
+    documents: s3.Bucket
+    dlq: sqs.Queue
+    secret: sm.ISecret
+    code: lambda_.Code
+    env: dict[str, str]  # what every search or ingest function needs (embeddings, Pinecone, bucket)
+    source_id_key: str
+    titan_arn: str
+    ingest: lambda_.Function
+
+    def grant_search(self, stack: cdk.Stack, fn: lambda_.Function) -> None:
+        """What a search function needs: the key, Titan, and the parents/statistics under citerag/."""
+        self.secret.grant_read(fn)
+        fn.add_to_role_policy(iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=[self.titan_arn]))
+        self.documents.grant_read(fn, "citerag/*")
+        ack(fn.role.node.find_child("DefaultPolicy"), "AwsSolutions-IAM5",
+            "S3 grants are scoped to this stack's bucket and prefixes (docs/*, citerag/*).",
+            applies_to=[f"Resource::<{stack.get_logical_id(self.documents.node.default_child)}.Arn>/citerag/*",
+                        "Action::s3:GetObject*", "Action::s3:GetBucket*", "Action::s3:List*"])
+        ack_xray(fn)
+
+
+def build(stack: cdk.Stack, c: DeployConfig, retention: logs.RetentionDays) -> SharedData:
+    access_logs = s3.Bucket(stack, "AccessLogs", encryption=s3.BucketEncryption.S3_MANAGED,
+                            block_public_access=s3.BlockPublicAccess.BLOCK_ALL, enforce_ssl=True,
+                            versioned=True, object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+                            lifecycle_rules=[s3.LifecycleRule(expiration=cdk.Duration.days(365))])
+    ack(access_logs, "AwsSolutions-S1", "This is the access-log bucket; logging it to itself would loop.")
+    docs = s3.Bucket(stack, "Documents", encryption=s3.BucketEncryption.S3_MANAGED,
+                     block_public_access=s3.BlockPublicAccess.BLOCK_ALL, enforce_ssl=True, versioned=True,
+                     server_access_logs_bucket=access_logs, server_access_logs_prefix="documents/")
+    dlq = sqs.Queue(stack, "IngestDLQ", encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
+                    retention_period=cdk.Duration.days(14))
+    ack(dlq, "AwsSolutions-SQS3", "This queue is the dead-letter queue of the ingest queue.")
+    queue = sqs.Queue(stack, "IngestQueue", encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
+                      visibility_timeout=cdk.Duration.minutes(16),
+                      dead_letter_queue=sqs.DeadLetterQueue(queue=dlq, max_receive_count=3))
+    # Documents only: the stack's own store (parents, manifests, statistics) lives under citerag/.
+    for event_type in (s3.EventType.OBJECT_CREATED, s3.EventType.OBJECT_REMOVED):
+        docs.add_event_notification(event_type, s3n.SqsDestination(queue), s3.NotificationKeyFilter(prefix="docs/"))
+
+    if c.pinecone_secret_name:
+        secret = sm.Secret.from_secret_name_v2(stack, "PineconeApiKey", c.pinecone_secret_name)
+    else:
+        secret = sm.Secret(stack, "PineconeApiKey", description="Pinecone API key for citerag (set the value "
+                           "after deploy: aws secretsmanager put-secret-value)")
+        ack(secret, "AwsSolutions-SMG4", "A Pinecone API key is rotated in the Pinecone console; AWS has no "
+            "rotation function for it.")
+
+    code = lambda_code()
+    source_id_key = cdk.Names.unique_id(stack) + "-source-ids"
+    env = {
+        "CITERAG_EMBEDDER": "titan", "CITERAG_INDEX_BACKEND": "pinecone",
+        "CITERAG_TITAN_MODEL_ID": c.embedding_model_id, "CITERAG_TITAN_DIMENSIONS": str(c.embedding_dimensions),
+        "CITERAG_PINECONE_DENSE_HOST": c.pinecone_dense_host,
+        "CITERAG_PINECONE_SPARSE_HOST": c.pinecone_sparse_host,
+        "CITERAG_PINECONE_SECRET_NAME": secret.secret_name, "CITERAG_DOCUMENT_BUCKET": docs.bucket_name,
+        "CITERAG_DATA_DIR": "/tmp/citerag", "CITERAG_SOURCE_ID_KEY": source_id_key,
+        "POWERTOOLS_METRICS_NAMESPACE": "citerag", "POWERTOOLS_LOG_LEVEL": "INFO",
+    }
+    titan_arn = f"arn:{cdk.Aws.PARTITION}:bedrock:{cdk.Aws.REGION}::foundation-model/{c.embedding_model_id}"
+
+    ingest = function(stack, "Ingest", "citerag.handlers.ingest.handler", code=code, timeout=900, memory=2048,
+                      env={**env, "CITERAG_DLQ_URL": dlq.queue_url}, retention=retention)
+    secret.grant_read(ingest)
+    ingest.add_to_role_policy(iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=[titan_arn]))
+    docs.grant_read(ingest, "docs/*")
+    docs.grant_read_write(ingest, "citerag/*")
+    docs.grant_delete(ingest, "citerag/*")
+    dlq.grant_send_messages(ingest)
+    ingest.add_event_source(events.SqsEventSource(queue, batch_size=10, report_batch_item_failures=True,
+                                                  max_concurrency=2))
+    # One writer of the BM25 statistics (see citerag.adapters.s3_store).
+    ingest.node.default_child.add_property_override("ReservedConcurrentExecutions", 1)
+    ack(ingest.role.node.find_child("DefaultPolicy"), "AwsSolutions-IAM5",
+        "S3 grants are scoped to this stack's bucket and prefixes (docs/*, citerag/*).",
+        applies_to=[f"Resource::<{stack.get_logical_id(docs.node.default_child)}.Arn>/citerag/*",
+                    f"Resource::<{stack.get_logical_id(docs.node.default_child)}.Arn>/docs/*",
+                    "Action::s3:GetObject*", "Action::s3:GetBucket*", "Action::s3:List*",
+                    "Action::s3:DeleteObject*", "Action::s3:Abort*"])
+    ack_xray(ingest)
+    return SharedData(documents=docs, dlq=dlq, secret=secret, code=code, env=env, source_id_key=source_id_key,
+                      titan_arn=titan_arn, ingest=ingest)

@@ -1,0 +1,109 @@
+"""The offline ChatModel: no LLM runs on this machine, so it writes Claude-format output (<category>,
+<function_calls>, <answer_part>, <verdict>) from rules and the extractive answerer. The real prompts are rendered
+and the real parser reads its output, so every stage of the agent path runs."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from citerag.citations import claude_format as cf
+from citerag.citations.chat import ModelOutput, approx_tokens, messages_of
+from citerag.citations.extractive import NOT_FOUND, answer_language, pick_sentences
+from citerag.citations.graders import grade
+from citerag.citations.payload import results_of
+from citerag.documents.text import detect_language
+
+_INJECTION = re.compile(
+    r"ignore (all |any )?(previous|prior|above) (instructions|rules)|system prompt|your (instructions|prompt)"
+    r"|you are now|jailbreak|developer mode|disregard .* instructions|reveal .* (prompt|instructions)"
+    r"|以前の指示|指示を無視|プロンプトを(表示|教え|出力)|システムプロンプト|ルールを無視", re.I)
+_HARMFUL = re.compile(
+    r"\b(bomb|explosive|kill|poison someone|make a weapon|meth)\b|爆弾|殺し方|毒殺|武器の作り方", re.I)
+_SMALLTALK = re.compile(r"^(hi|hello|hey|thanks|thank you|こんにちは|ありがとう)[!！。.\s]*$", re.I)
+
+
+class ExtractiveClaudeModel:
+    model_id = "citerag/extractive"
+
+    def complete(self, prompt: dict[str, Any], *, prompt_type: str, stop_sequences: list[str],
+                 max_tokens: int = 2048, temperature: float = 0.0) -> ModelOutput:
+        system, user, assistant = messages_of(prompt)
+        if prompt_type == "PRE_PROCESSING":
+            text = self._classify(cf.clean(cf.inner(user, "input", allow_unclosed=True) or user))
+        elif prompt_type == "ORCHESTRATION":
+            text = self._orchestrate(system, user, assistant)
+        elif prompt_type == "POST_PROCESSING":
+            text = self._post(system)
+        else:
+            text = "<answer_part><text>" + NOT_FOUND["en"] + "</text></answer_part>"
+        for stop in stop_sequences:  # as the service does: output ends before the first stop sequence
+            if stop in text:
+                text = text[: text.index(stop)]
+        return ModelOutput(text=text, input_tokens=approx_tokens(json.dumps(prompt, ensure_ascii=False)),
+                           output_tokens=approx_tokens(text))
+
+    @staticmethod
+    def _classify(question: str) -> str:
+        if _HARMFUL.search(question):
+            return "The input asks for dangerous help.</thinking>\n<category>A</category>"
+        if _INJECTION.search(question):
+            return ("The input tries to override or reveal the agent's instructions.</thinking>\n"
+                    "<category>B</category>")
+        if _SMALLTALK.match(question.strip()):
+            return "The input is small talk, not a question about the documents.</thinking>\n<category>C</category>"
+        return "The input is a question the documents may answer.</thinking>\n<category>D</category>"
+
+    def _orchestrate(self, system: str, question: str, scratchpad: str) -> str:
+        tool = cf.inner(system, "tool_name") or "citerag-search::search_documents"
+        results = re.findall(r"<stdout>(.*?)</stdout>", scratchpad, re.S)
+        searches = len(results)
+        if not results:
+            return self._call(tool, question, "I will search the documents for the question.")
+        try:
+            body = json.loads(results[-1])
+        except json.JSONDecodeError:
+            body = {}
+        body = body if isinstance(body, dict) else {}
+        hits = results_of(body)
+        lang = answer_language(question)
+        if hits:
+            passages = [p.model_copy(update={"lang": detect_language(p.text)}) for p in hits]
+            picked = pick_sentences(question, passages)
+            if picked:
+                parts = "".join(f"<answer_part><text>{p.sentence}</text><sources><source>{p.source_id}</source>"
+                                f"</sources></answer_part>" for p in picked)
+                return (f"<thinking>The search returned {len(hits)} passages; I answer with the sentences that "
+                        f"cover the question.</thinking><answer>{parts}</answer>")
+        if body.get("hint") and searches < 2:
+            rewritten = " ".join(dict.fromkeys(re.findall(r"[\w\u3040-\u30ff\u4e00-\u9fff]+", question))) or question
+            return self._call(tool, rewritten, "Nothing relevant was found; I retry with the key terms only.")
+        message = body.get("error") or NOT_FOUND.get(lang, NOT_FOUND["en"])
+        if body.get("error"):
+            message = ("Document search is temporarily unavailable. Please try again later." if lang == "en"
+                       else "現在ドキュメント検索を利用できません。しばらくしてからもう一度お試しください。")
+        return f"<thinking>The documents do not answer this.</thinking><answer><answer_part><text>{message}" \
+               "</text></answer_part></answer>"
+
+    @staticmethod
+    def _call(tool: str, query: str, why: str) -> str:
+        return (f"<thinking>{why}</thinking>\n<function_calls>\n<invoke>\n<tool_name>{tool}</tool_name>\n"
+                f"<parameters>\n<query>{query}</query>\n</parameters>\n</invoke>\n</function_calls>")
+
+    @staticmethod
+    def _post(system: str) -> str:
+        question = cf.clean(cf.inner(system, "question"))
+        latest = cf.inner(system, "latest_response") or ""
+        responses = cf.inner(system, "responses") or ""
+        passages: dict[str, str] = {}
+        for line in responses.splitlines():  # one compact JSON search response per line
+            passages.update({p.source_id: p.text for p in results_of(line) if p.source_id})
+        parts = cf.answer(latest) or []
+        g = grade(question, parts, passages)
+        cited = any(p.sources for p in parts)
+        grounded = g.grounded or not cited  # an uncited "not found" answer has nothing to contradict
+        return (f"Grounding {g.grounding:.2f}, citation validity {g.citation_validity:.2f}.</thinking>\n"
+                f"<verdict><grounded>{'yes' if grounded else 'no'}</grounded><useful>yes</useful>"
+                f"<reason>{g.grounding:.0%} of cited claims are found in their passages.</reason></verdict>\n"
+                f"<final_response>{latest}</final_response>")

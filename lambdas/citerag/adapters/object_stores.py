@@ -1,0 +1,61 @@
+"""Where ingested objects come from (S3, or a local folder standing in for a bucket for `citerag invoke`), and
+the SQS dead-letter queue that keeps messages retrying cannot fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from citerag.adapters.aws import error_code
+from citerag.errors import DependencyError
+from citerag.ingestion.ports import ObjectGone
+
+
+class S3ObjectSource:
+    def __init__(self, client: Any) -> None:
+        self.s3 = client
+
+    def get(self, bucket: str, key: str) -> tuple[bytes, dict[str, str]]:
+        try:
+            obj = self.s3.get_object(Bucket=bucket, Key=key)
+            return obj["Body"].read(), dict(obj.get("Metadata") or {})
+        except Exception as exc:
+            code = error_code(exc)
+            if code in ("NoSuchKey", "404"):
+                raise ObjectGone(key) from None
+            raise DependencyError(f"cannot read s3://{bucket}/{key}: {code}") from None
+
+
+class LocalObjectSource:
+    """Maps s3://BUCKET/KEY to ROOT/KEY, so S3 events can be replayed against local files."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root).resolve()
+
+    def get(self, bucket: str, key: str) -> tuple[bytes, dict[str, str]]:
+        path = (self.root / key).resolve()
+        if self.root not in path.parents and path != self.root:
+            raise ObjectGone(key)  # a key that escapes the folder names nothing in it
+        if not path.is_file():
+            raise ObjectGone(key)
+        return path.read_bytes(), {}
+
+
+class SqsDeadLetters:
+    def __init__(self, client: Any, queue_url: str) -> None:
+        self.sqs = client
+        self.queue_url = queue_url
+
+    def send(self, body: str, message_id: str, reason: str) -> None:
+        self.sqs.send_message(
+            QueueUrl=self.queue_url, MessageBody=body,
+            MessageAttributes={"reason": {"DataType": "String", "StringValue": reason[:1000]},
+                               "source_message_id": {"DataType": "String", "StringValue": message_id}},
+        )
+
+
+class NoDeadLetters:
+    """No queue configured (local runs): the handler's log line is the only record."""
+
+    def send(self, body: str, message_id: str, reason: str) -> None:
+        return None

@@ -1,0 +1,223 @@
+"""The output parser for the overridden advanced prompts (Lambda overrideType OUTPUT_PARSER).
+
+Input: {messageVersion, agent, invokeModelRawResponse, promptType, overrideType}; nothing else, no session.
+Output: the documented parsed response for the prompt type. `parse` never raises, whatever the model wrote:
+malformed orchestration output becomes a REPROMPT that says exactly what to fix.
+"""
+
+from __future__ import annotations
+
+import uuid
+from functools import lru_cache
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from citerag.citations import claude_format as cf
+from citerag.citations import source_ids
+from citerag.citations.pii import DEFAULT_RULES, PiiMasker
+from citerag.citations.tool import FUNCTION_NAME
+from citerag.documents.text import detect_language
+
+VALID_CATEGORIES = {"D", "E"}
+CATEGORY_MEANING = {
+    "A": "harmful or abusive input",
+    "B": "an attempt to probe or override the agent's instructions",
+    "C": "a request the documents cannot serve",
+    "D": "a question the documents may answer",
+    "E": "an answer to the agent's question",
+}
+FALLBACK = {
+    "en": "I could not answer this from the documents.",
+    "ja": "ドキュメントからはこの質問に回答できませんでした。",
+}
+ASK_USER = "user::askuser"
+
+
+class ParserConfig(BaseModel):
+    source_id_key: str = "citerag-local"
+    verify_source_ids: bool = True  # off only when re-reading logs, where the deployment key is not at hand
+    action_group: str | None = Field(None, description="the only action group the agent may call; None = any")
+    preprocessing_fail_closed: bool = False
+    pii_rules: list[str] = Field(default_factory=lambda: list(DEFAULT_RULES))
+    pii_allow: list[str] = Field(default_factory=list)
+    pii_extra: dict[str, str] = Field(default_factory=dict)
+
+
+def parse(event: Any, config: ParserConfig | None = None) -> dict[str, Any]:
+    cfg = config or ParserConfig()
+    ev = event if isinstance(event, dict) else {}
+    version = ev.get("messageVersion") if ev.get("messageVersion") in ("1.0", "2.0") else "1.0"
+    prompt_type = ev.get("promptType") if isinstance(ev.get("promptType"), str) else "ORCHESTRATION"
+    raw = ev.get("invokeModelRawResponse")
+    raw = raw if isinstance(raw, str) else ""
+    raw = raw[: cf.MAX_SCAN]
+    out: dict[str, Any] = {"messageVersion": version, "promptType": prompt_type}
+    try:
+        if prompt_type == "PRE_PROCESSING":
+            out["preProcessingParsedResponse"] = _pre(raw, cfg)
+        elif prompt_type == "ORCHESTRATION":
+            out["orchestrationParsedResponse"] = _orchestration(raw, cfg, version)
+        elif prompt_type == "POST_PROCESSING":
+            out["postProcessingParsedResponse"] = _post(raw, cfg)
+        elif prompt_type == "KNOWLEDGE_BASE_RESPONSE_GENERATION":
+            out["knowledgeBaseResponseGenerationParsedResponse"] = {"generatedResponse": {
+                "generatedResponseParts": _parts(cf.answer(_as_answer(raw)) or [], cfg)}}
+    except Exception:  # last resort: a response Bedrock accepts, never a crash
+        if prompt_type == "ORCHESTRATION":
+            out["orchestrationParsedResponse"] = _reprompt("", "Your output could not be read. Either call a "
+                                                           "function in <function_calls> or answer in <answer>.")
+    return out
+
+
+# --- pre-processing ----------------------------------------------------------------------------------------
+
+
+def _pre(raw: str, cfg: ParserConfig) -> dict[str, Any]:
+    import re
+
+    m = re.search(r"<category>\s*([A-Ea-e])\b", raw)
+    thinking = cf.rationale(raw)
+    if not m:
+        valid = not cfg.preprocessing_fail_closed
+        return {"isValidInput": valid, "rationale": (
+            "The classifier gave no category; input " + ("accepted" if valid else "rejected") + " by policy. "
+            + thinking)[:4000]}
+    cat = m.group(1).upper()
+    return {"isValidInput": cat in VALID_CATEGORIES,
+            "rationale": f"Category {cat} ({CATEGORY_MEANING[cat]}). {thinking}".strip()[:4000]}
+
+
+# --- orchestration -----------------------------------------------------------------------------------------
+
+
+def _reprompt(rationale: str, message: str) -> dict[str, Any]:
+    return {"rationale": rationale, "parsingErrorDetails": {"repromptResponse": message}}
+
+
+def _orchestration(raw: str, cfg: ParserConfig, version: str) -> dict[str, Any]:
+    rationale = cf.rationale(raw)
+    calls = cf.function_calls(raw)
+    if calls is not None:
+        return _calls(calls, rationale, cfg, version)
+    parts = cf.answer(raw)
+    if parts is not None:
+        return _final(parts, rationale, cfg)
+    visible = cf.clean(raw.split("</thinking>")[-1]) if "</thinking>" in raw else ""
+    hint = ("Your last output had no <function_calls> and no <answer>. Call search_documents inside "
+            "<function_calls>, or give the final answer as <answer><answer_part><text>...</text><sources>"
+            "<source>SOURCE_ID</source></sources></answer_part></answer>.")
+    if visible:
+        hint += " Put the text you wrote inside <answer> parts with the source ids that support it."
+    return _reprompt(rationale, hint)
+
+
+def _calls(calls: list[cf.Invoke], rationale: str, cfg: ParserConfig, version: str) -> dict[str, Any]:
+    if not calls or not any(c.tool_name for c in calls):
+        return _reprompt(rationale, "The <function_calls> block has no complete <invoke>. Write <invoke><tool_name>"
+                                    "NAME</tool_name><parameters><query>...</query></parameters></invoke>.")
+    first = calls[0]
+    if first.tool_name == ASK_USER:
+        question = first.parameters.get("question", "").strip()
+        if not question:
+            return _reprompt(rationale, "user::askuser needs a <question> parameter with the question for the user.")
+        return {"rationale": rationale, "responseDetails": {
+            "invocationType": "ASK_USER", "agentAskUser": {"responseText": _mask(question, cfg)[0],
+                                                          "id": _id()}}}
+    invocations = []
+    for call in calls if version == "2.0" else calls[:1]:
+        group, sep, function = call.tool_name.partition("::")
+        if not sep:
+            group, sep, function = call.tool_name.rpartition("__")
+        if not sep or function != FUNCTION_NAME or (cfg.action_group and group != cfg.action_group):
+            expected = f"{cfg.action_group or 'ACTION_GROUP'}::{FUNCTION_NAME}"
+            return _reprompt(rationale, f"There is no tool named {call.tool_name!r}. The tools are {expected} "
+                                        f"and {ASK_USER}; use the name exactly as listed in <tools>.")
+        if not call.parameters.get("query", "").strip():
+            return _reprompt(rationale, f"{FUNCTION_NAME} needs a <query> parameter: the user's question or its "
+                                        "key terms.")
+        params = {k: {"value": v} for k, v in call.parameters.items() if k in ("query", "filters", "top_k")}
+        invocations.append({"actionGroupName": group, "functionName": function, "id": _id(),
+                            "actionGroupInput": params})
+    details: dict[str, Any] = {"invocationType": "ACTION_GROUP"}
+    if version == "2.0":
+        details["actionGroupInvocations"] = invocations
+    else:
+        details["actionGroupInvocation"] = invocations[0]
+    return {"rationale": rationale, "responseDetails": details}
+
+
+def _final(parts: list[cf.AnswerPart], rationale: str, cfg: ParserConfig) -> dict[str, Any]:
+    parts = [p for p in parts if p.text]
+    if not parts:
+        return _reprompt(rationale, "The <answer> is empty. Give the answer text inside <answer_part><text>.")
+    bad = sorted({s for p in parts for s in p.sources
+                  if cfg.verify_source_ids and not source_ids.verify(cfg.source_id_key, s)})
+    if bad:
+        return _reprompt(rationale, (
+            f"The answer cites {', '.join(bad[:5])}, which no search returned. Cite only source ids copied exactly "
+            "from the search results (they look like S1-abcdef), or call search_documents again."))
+    gen_parts = _parts(parts, cfg)
+    text = " ".join(p["text"] for p in gen_parts)
+    return {"rationale": rationale, "responseDetails": {
+        "invocationType": "FINISH",
+        "agentFinalResponse": {"responseText": text, "citations": {"generatedResponseParts": gen_parts}}}}
+
+
+def _parts(parts: list[cf.AnswerPart], cfg: ParserConfig) -> list[dict[str, Any]]:
+    out = []
+    for p in parts:
+        if not p.text:
+            continue
+        text, _ = _mask(p.text, cfg)
+        out.append({"text": text, "references": [{"sourceId": s} for s in dict.fromkeys(p.sources)]})
+    return out
+
+
+# --- post-processing ---------------------------------------------------------------------------------------
+
+
+def _post(raw: str, cfg: ParserConfig) -> dict[str, Any]:
+    verdict = cf.inner(raw, "verdict", allow_unclosed=True) or ""
+    grounded = cf.clean(cf.inner(verdict, "grounded")).lower()
+    useful = cf.clean(cf.inner(verdict, "useful")).lower()
+    final = cf.inner(raw, "final_response", allow_unclosed=True)
+    final_text = cf.clean(final) if final is not None else ""
+    parts = cf.answer(final_text) if final_text else None
+    if parts:
+        gen = _parts(parts, cfg)
+        final_text = " ".join(p["text"] for p in gen)
+    else:
+        gen = [{"text": _mask(final_text, cfg)[0], "references": []}] if final_text else []
+        final_text = gen[0]["text"] if gen else ""
+    if grounded.startswith("no") or not final_text or (not grounded and not useful):
+        lang = detect_language(final_text) if final_text else "en"
+        return {"responseText": FALLBACK.get(lang, FALLBACK["en"])}
+    if useful.startswith("no"):
+        lang = detect_language(final_text)
+        return {"responseText": FALLBACK.get(lang, FALLBACK["en"])}
+    return {"responseText": final_text, "citations": {"generatedResponseParts": gen}}
+
+
+# --- helpers -----------------------------------------------------------------------------------------------
+
+
+def _as_answer(raw: str) -> str:
+    # The KB template prefills "<answer>", so the output may start inside it.
+    return raw if "<answer>" in raw else "<answer>" + raw
+
+
+def _mask(text: str, cfg: ParserConfig) -> tuple[str, list[str]]:
+    return _masker(cfg.model_dump_json(include={"pii_rules", "pii_extra", "pii_allow"})).mask(text)
+
+
+@lru_cache(maxsize=8)
+def _masker(rules_json: str) -> PiiMasker:
+    import json
+
+    r = json.loads(rules_json)
+    return PiiMasker(r["pii_rules"], r["pii_extra"], r["pii_allow"])
+
+
+def _id() -> str:
+    return str(uuid.uuid4())

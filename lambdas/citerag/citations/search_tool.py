@@ -1,0 +1,217 @@
+"""The `search_documents` action-group function: parameters in, a budgeted JSON body out.
+
+All decisions live here (the Lambda handler only adapts the event): parameter validation with REPROMPT
+hints, the mandatory access filter from sessionAttributes, the relevance threshold and its bounded retry
+counter, degraded modes, and packing so the *whole Lambda response* stays within the byte budget.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from citerag.citations import source_ids
+from citerag.citations.payload import body_text_cost, build_payload, dumps_body, message_payload
+from citerag.citations.session import string_map
+from citerag.errors import DependencyError, FilterSyntaxError, QueryError
+from citerag.search import filters as flt_mod
+from citerag.search import packing
+from citerag.search.passage import Passage
+from citerag.search.pipeline import SearchPipeline
+from citerag.search.query import Query, analyze
+
+Envelope = Callable[["ToolResult", str], dict[str, Any]]
+
+RETRY_ATTRIBUTE = "citerag_search_retries"
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffd]")
+
+ResponseState = Literal["REPROMPT", "FAILURE"] | None
+
+
+class SearchToolConfig(BaseModel):
+    budget_bytes: int = Field(25_000, ge=2_000)
+    default_top_k: int = 5
+    max_top_k: int = 20
+    max_retries: int = Field(3, ge=0)
+    acl_required: bool = False
+    tenant_attribute: str = "tenant"
+    groups_attribute: str = "groups"
+    namespace: str = ""
+    source_id_key: str = "citerag-local"
+
+
+class ToolResult(BaseModel):
+    model_config = {"arbitrary_types_allowed": True}
+
+    payload: dict[str, Any]
+    state: ResponseState = None
+    session_attributes: dict[str, str] = Field(default_factory=dict)
+    kept: list[Passage] = Field(default_factory=list)
+    query: Query | None = None
+    outcome: str = "ok"  # ok | reprompt | not_found | unavailable | invalid | denied
+
+
+class SearchTool:
+    def __init__(self, pipeline: SearchPipeline, config: SearchToolConfig | None = None) -> None:
+        self.pipeline = pipeline
+        self.config = config or SearchToolConfig()
+
+    # --- entry point ----------------------------------------------------------------------------------------
+
+    def run(self, parameters: Any, session_attributes: Any, envelope: Envelope) -> tuple[ToolResult, str]:
+        """Return (result, body). `envelope(result, body)` builds the complete response the caller will send, so
+        the byte budget is checked against exactly what leaves the function."""
+        session = string_map(session_attributes)
+        result = self._decide(parameters, session)
+        if result.outcome == "ok":
+            return result, self._pack(result, envelope)
+        return result, dumps_body(result.payload)
+
+    def _decide(self, parameters: Any, session: dict[str, str]) -> ToolResult:
+        cfg = self.config
+        params, problems = parse_parameters(parameters, cfg)
+        retries = _int(session.get(RETRY_ATTRIBUTE), 0)
+        if "query" in problems:
+            return self._reprompt(session, retries, problems["query"], outcome="invalid")
+        if "filters" in problems:
+            return self._reprompt(session, retries, problems["filters"], outcome="invalid")
+        try:
+            acl = access_filter(session, cfg)
+        except PermissionError as exc:
+            return ToolResult(payload=message_payload(error=str(exc)), session_attributes=session, outcome="denied")
+        flt = flt_mod.combine(acl, params["filters"])
+        notes = [problems["top_k"]] if "top_k" in problems else []
+        try:
+            outcome = self.pipeline.search(params["query"], top_k=params["top_k"], flt=flt, namespace=cfg.namespace)
+        except DependencyError as exc:
+            return ToolResult(
+                payload=message_payload(error=f"{exc}. Tell the user that document search is temporarily "
+                                              "unavailable and to try again later."),
+                session_attributes=session, outcome="unavailable",
+            )
+        if "dense" in outcome.degraded:
+            notes.append("Semantic search is unavailable right now; these results come from keyword search only.")
+        relevant = outcome.relevant_hits
+        if not relevant:
+            if retries < cfg.max_retries:
+                hint = (f"Nothing in the documents is relevant to the query {params['query'].text!r}. Rewrite the "
+                        "query and call search_documents again: use other keywords or synonyms, write it in the "
+                        "language of the documents (Japanese or English), or use fewer, more specific terms. "
+                        f"Attempt {retries + 1} of {cfg.max_retries}.")
+                return self._reprompt(session, retries, hint, outcome="reprompt")
+            return ToolResult(
+                payload=message_payload(message=(
+                    f"After {retries + 1} searches nothing relevant was found. Tell the user the documents do not "
+                    "answer this question; do not answer from memory.")),
+                session_attributes={**session, RETRY_ATTRIBUTE: "0"}, outcome="not_found",
+            )
+        items = source_ids.assign(relevant, cfg.source_id_key, params["query"].text)
+        return ToolResult(payload=build_payload(items, notes), kept=items, query=params["query"],
+                          session_attributes={**session, RETRY_ATTRIBUTE: "0"}, outcome="ok")
+
+    def _reprompt(self, session: dict[str, str], retries: int, hint: str, outcome: str) -> ToolResult:
+        return ToolResult(payload=message_payload(hint=hint), state="REPROMPT",
+                          session_attributes={**session, RETRY_ATTRIBUTE: str(retries + 1)}, outcome=outcome)
+
+    def _pack(self, result: ToolResult, envelope: Envelope) -> str:
+        notes = result.payload.get("notes")
+
+        def build(items: list[Passage]) -> dict[str, Any]:
+            return {"body": dumps_body(build_payload(items, notes))}
+
+        def size(built: dict[str, Any]) -> int:
+            # What the Lambda runtime sends: json.dumps with its default ASCII escaping.
+            return len(json.dumps(envelope(result, built["body"])).encode("utf-8"))
+
+        built, kept = packing.pack(result.kept, build, self.config.budget_bytes, result.query,
+                                   size=size, text_cost=body_text_cost)
+        result.kept = kept
+        result.payload = build_payload(kept, notes)
+        return built["body"]
+
+
+def parse_parameters(parameters: Any, cfg: SearchToolConfig) -> tuple[dict[str, Any], dict[str, str]]:
+    """Validate the model-written parameters. Returns (values, problems by parameter name)."""
+    values: dict[str, Any] = {"query": None, "filters": None, "top_k": cfg.default_top_k}
+    problems: dict[str, str] = {}
+    raw: dict[str, Any] = {}
+    if isinstance(parameters, list):
+        for p in parameters:
+            if isinstance(p, dict) and isinstance(p.get("name"), str):
+                raw[p["name"]] = p.get("value")
+    elif isinstance(parameters, dict):
+        raw = dict(parameters)
+
+    query = raw.get("query")
+    try:
+        # Control characters from model output become spaces before the one query validation.
+        values["query"] = analyze(" ".join(_CONTROL.sub(" ", query).split()) if isinstance(query, str) else query)
+    except QueryError as exc:
+        if isinstance(query, str) and _CONTROL.sub("", query).strip():
+            problems["query"] = (f"{str(exc)[:1].upper()}{str(exc)[1:]}. Call search_documents again with only "
+                                 "the key terms of the question.")
+        else:
+            problems["query"] = ("The parameter 'query' is missing or empty. Call search_documents again with "
+                                 "query set to the user's question or its key terms.")
+
+    flt = raw.get("filters")
+    if flt not in (None, "", "null", "{}"):
+        try:
+            obj = json.loads(flt) if isinstance(flt, str) else flt
+            values["filters"] = flt_mod.validate(obj) or None
+        except json.JSONDecodeError as exc:
+            problems["filters"] = (f"The parameter 'filters' is not valid JSON ({exc.msg}). Pass a JSON object such "
+                                   'as {"lang": "ja"}, or leave filters out.')
+        except FilterSyntaxError as exc:
+            problems["filters"] = f"The parameter 'filters' is not a valid filter: {exc}. Fix it or leave it out."
+
+    top_k = raw.get("top_k")
+    if top_k not in (None, ""):
+        k = _int(top_k, None)
+        if k is None or not 1 <= k <= cfg.max_top_k:
+            problems["top_k"] = f"top_k must be a whole number from 1 to {cfg.max_top_k}; {cfg.default_top_k} was used."
+        else:
+            values["top_k"] = k
+    return values, problems
+
+
+def access_filter(session: dict[str, str], cfg: SearchToolConfig) -> dict[str, Any] | None:
+    """The mandatory filter from sessionAttributes (set by the calling application, never by the model)."""
+    tenant = session.get(cfg.tenant_attribute, "").strip()
+    groups_raw = session.get(cfg.groups_attribute, "").strip()
+    groups: list[str] = []
+    if groups_raw:
+        try:
+            parsed = json.loads(groups_raw) if groups_raw.startswith("[") else groups_raw.split(",")
+        except json.JSONDecodeError:
+            parsed = []
+        groups = [str(g).strip() for g in parsed if str(g).strip()]
+    if cfg.acl_required and not tenant:
+        raise PermissionError(
+            f"This session carries no '{cfg.tenant_attribute}' session attribute, so no documents may be searched. "
+            "Tell the user their access could not be determined."
+        )
+    parts: list[dict[str, Any]] = []
+    if tenant:
+        parts.append({cfg.tenant_attribute: {"$eq": tenant}})
+    if groups:
+        parts.append({cfg.groups_attribute: {"$in": groups}})
+    return flt_mod.combine(*parts)
+
+
+def _int(value: Any, default):
+    if isinstance(value, bool):
+        return default
+    if isinstance(value, int):
+        return value
+    try:
+        f = float(str(value).strip())
+    except (TypeError, ValueError):
+        return default
+    return int(f) if f.is_integer() else default
+
+

@@ -1,0 +1,19 @@
+"""The `citerag` command line. Every command takes --json; index commands take --index PATH. Each command lives
+in its own module and registers itself on the one Typer app (citerag.cli.common)."""
+
+from __future__ import annotations
+
+import sys
+
+# Registration order is the order `citerag --help` lists the commands.
+from citerag.cli import ask, bench, ingest, invoke, search, status, trace  # noqa: F401
+from citerag.cli.common import app
+
+__all__ = ["app", "main"]
+
+
+def main() -> None:
+    try:
+        app()
+    except BrokenPipeError:  # `citerag search ... | head`
+        sys.stderr.close()

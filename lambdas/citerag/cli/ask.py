@@ -1,0 +1,129 @@
+"""`citerag ask`: an answer with a citation (file and page) for every claim, from the local agent, a deployed
+agent, or search alone."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from citerag.cli.common import (
+    IndexOpt,
+    JsonOpt,
+    NamespaceOpt,
+    app,
+    components,
+    display,
+    ensure_samples,
+    errors,
+    one_line,
+    out,
+    parse_meta,
+)
+from citerag.errors import CiteragError
+
+
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="your question")],
+    agent: Annotated[str, typer.Option("--agent", help="local (default), AGENT_ID:ALIAS_ID of a deployed agent, "
+                                                        "or none (search + extractive answer, no agent steps)")]
+    = "local",
+    filter_: Annotated[list[str] | None, typer.Option("--filter", help="key=value, key>=n or JSON (--agent none)")]
+    = None,
+    trace: Annotated[bool, typer.Option("--trace", help="print each agent step")] = False,
+    save_trace: Annotated[Path | None, typer.Option("--save-trace", help="write the events to FILE")] = None,
+    session: Annotated[list[str] | None, typer.Option("--session-attr", help="key=value session attribute")] = None,
+    index: IndexOpt = None,
+    namespace: NamespaceOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Answer from the indexed documents, with a citation (file and page) for every claim."""
+    from citerag.search.filters import parse_cli
+    from citerag.search.query import analyze
+
+    with errors(as_json):
+        analyze(question)
+        flt = parse_cli(filter_ or [])
+        attrs = {k: str(v) for k, v in parse_meta(session or []).items()}
+        events: list[dict] = []
+        if agent == "none":
+            from citerag.runtimes.embedded import EmbeddedAnswerer
+
+            comps = components(index, namespace)
+            ensure_samples(comps, quiet=as_json)
+            answer = EmbeddedAnswerer(comps.pipeline(expand_parents=True),
+                                      budget_bytes=comps.settings.response_budget_bytes).ask(
+                question, flt=flt, namespace=comps.settings.namespace)
+        elif agent == "local":
+            from citerag.handlers.local import local_agent
+            from citerag.traces.join import answer_from_events
+
+            if flt:
+                raise CiteragError("--filter works with --agent none; the agent's filters come from --session-attr")
+            comps = components(index, namespace)
+            ensure_samples(comps, quiet=as_json)
+            events = list(local_agent(comps).invoke(question, session_attributes=attrs))
+            answer = answer_from_events(events)
+        else:
+            from citerag.runtimes.classic import AgentClient
+
+            agent_id, sep, alias_id = agent.partition(":")
+            if not sep or not agent_id or not alias_id:
+                raise CiteragError(f"--agent {agent!r}: write local, none, or AGENT_ID:ALIAS_ID")
+            client = AgentClient(components(index, namespace).aws_client("bedrock-agent-runtime", read_timeout=120))
+            answer = client.ask(question, agent_id, alias_id, session_attributes=attrs)
+            events = client.last_events
+        if save_trace:
+            from citerag.traces.tracefile import save
+
+            save(save_trace, question=question, agent=agent, events=events)
+        if as_json:
+            print(json.dumps({"answer": answer.text, "answered": answer.answered,
+                              "citations": answer.flat_citations()}, ensure_ascii=False))
+            return
+        _print_answer(answer)
+        if trace:
+            from citerag.traces.steps import steps_from_events
+
+            _print_steps(steps_from_events(events))
+
+
+def _print_answer(answer) -> None:
+    """The answer with [n] after each cited span, then the numbered source list."""
+    numbers: dict[str, int] = {}
+    for s in answer.sources:
+        numbers.setdefault(s.source_id, len(numbers) + 1)
+    text = answer.text
+    if answer.citations and not any(f"[{s.source_id}]" in text for s in answer.sources):
+        pieces, cursor = [], 0
+        for c in answer.citations:
+            marks = "".join(f"[{numbers[s.source_id]}]" for s in c.sources)
+            pieces.append(text[cursor : c.end] + " " + marks)
+            cursor = c.end
+        text = "".join(pieces) + text[cursor:]
+        label = {sid: str(n) for sid, n in numbers.items()}
+    else:
+        label = {sid: sid for sid in numbers}
+    out.print(text, highlight=False)
+    if answer.sources:
+        out.print()
+        out.print("[bold]Sources[/]")
+        for s in answer.sources:
+            page = f", page {s.page}" if s.page else ""
+            out.print(f" [bold cyan]\\[{label[s.source_id]}][/] {display(s.uri)}{page} — {s.title}", highlight=False)
+            out.print(f"      “{one_line(s.excerpt, 200)}”", highlight=False)
+
+
+def _print_steps(steps) -> None:
+    table = Table(title="agent steps", show_lines=False)
+    for col in ("#", "stage", "step", "tokens in/out", "ms"):
+        table.add_column(col, overflow="fold")
+    for i, st in enumerate(steps, start=1):
+        tokens = f"{st.input_tokens}/{st.output_tokens}" if st.input_tokens is not None else ""
+        table.add_row(str(i), (st.prompt_type or st.kind).lower(), f"[bold]{st.kind}[/] {st.title}", tokens,
+                      str(st.ms) if st.ms is not None else "")
+    out.print(table)

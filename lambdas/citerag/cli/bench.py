@@ -1,0 +1,166 @@
+"""`citerag bench`, `bench-agent`, `bench-handler`: retrieval quality, the agent end to end, and the search
+Lambda's latency against local doubles."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from citerag.cli.common import IndexOpt, JsonOpt, app, components, errors, out, progress, samples_dir
+from citerag.components import Components
+from citerag.errors import CiteragError
+
+
+@app.command()
+def bench(
+    dataset: Annotated[Path, typer.Argument(help="folder with corpus.jsonl, queries.jsonl, qrels.tsv")],
+    mode: Annotated[str, typer.Option("--mode", help="bm25, dense, hybrid or all")] = "all",
+    qrels: Annotated[Path | None, typer.Option("--qrels", help="another qrels file of the dataset")] = None,
+    fusion: Annotated[str | None, typer.Option("--fusion", help="rrf or convex (default: settings)")] = None,
+    alpha: Annotated[float | None, typer.Option("--alpha", min=0.0, max=1.0)] = None,
+    sweep: Annotated[bool, typer.Option("--sweep", help="also compare fusion methods and alphas")] = False,
+    packing: Annotated[bool, typer.Option("--packing", help="also compare packers on the top 20 in 25 KB")] = False,
+    index: IndexOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """nDCG@10, Recall@5/100, MRR@10 and latency for bm25, dense and hybrid retrieval."""
+    from citerag.bench import retrieval as b
+
+    with errors(as_json):
+        modes = b.MODES if mode == "all" else (mode,)
+        if any(m not in b.MODES for m in modes):
+            raise CiteragError(f"--mode {mode!r}: choose bm25, dense, hybrid or all")
+        if fusion not in (None, "rrf", "convex"):
+            raise CiteragError(f"--fusion {fusion!r}: choose rrf or convex")
+        ds = b.load_dataset(dataset, qrels)
+        path = index or components(None).settings.data_dir / "bench" / f"{ds.name}.sqlite"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        b.remove_index(path)
+        comps = components(path, fusion=fusion, alpha=alpha)
+        with progress() as bar:
+            tasks: dict[str, Any] = {}
+
+            def tick(stage: str, done: int, total: int) -> None:
+                if stage not in tasks:
+                    tasks[stage] = bar.add_task(f"{ds.name}: {stage}", total=total)
+                bar.update(tasks[stage], completed=done)
+
+            idx, build_s, embedded = b.build_index(ds, comps.embedder, comps.index, tick)
+            results = b.run(ds, comps.embedder, idx, comps.settings.search_config(), modes, tick)
+            sweep_res = b.fusion_sweep(ds, comps.embedder, idx) if sweep else None
+            packing_res = (b.packing_comparison(ds, comps.embedder, idx, comps.settings.search_config(),
+                                                budget=comps.settings.response_budget_bytes) if packing else None)
+        for m in results.values():
+            m["index_build_s"] = build_s
+        cfg = comps.settings.search_config()
+        meta = {"dataset": ds.name, "qrels": str(qrels or "qrels.tsv"), "documents": len(ds.corpus),
+                "embedded_now": embedded, "index_build_s": build_s,
+                "fusion": cfg.fusion, "alpha": cfg.alpha}
+        if as_json:
+            payload: dict[str, Any] = dict(results)
+            payload["_run"] = meta
+            if sweep_res:
+                payload["_fusion_sweep"] = sweep_res
+            if packing_res:
+                payload["_packing"] = packing_res
+            print(json.dumps(payload))
+            return
+        table = Table(title=f"{ds.name} ({len(ds.corpus)} docs, {results[modes[0]]['queries']} queries)")
+        for col in ("mode", "nDCG@10", "Recall@5", "Recall@100", "MRR@10", "p50 ms", "p95 ms"):
+            table.add_column(col, justify="right" if col != "mode" else "left")
+        for m, r in results.items():
+            table.add_row(m, *(f"{r[k]:.4f}" for k in ("ndcg@10", "recall@5", "recall@100", "mrr@10")),
+                          f"{r['p50_ms']:.1f}", f"{r['p95_ms']:.1f}")
+        out.print(table)
+        out.print(f"index build {build_s:.1f} s ({embedded} passages embedded now, the rest from the cache); "
+                  f"hybrid = {cfg.fusion}" + (f" alpha {cfg.alpha}" if cfg.fusion == "convex" else ""))
+        if sweep_res:
+            st = Table(title="fusion comparison")
+            for col in ("fusion", "nDCG@10", "Recall@5", "Recall@100", "MRR@10"):
+                st.add_column(col)
+            for name, r in sweep_res.items():
+                st.add_row(name, *(f"{r[k]:.4f}" for k in ("ndcg@10", "recall@5", "recall@100", "mrr@10")))
+            out.print(st)
+        if packing_res:
+            p = packing_res
+            out.print(f"packing top {p['top_k']} into {p['budget_bytes']:,} bytes: relevant document in the payload "
+                      f"for {p['relevant_in_payload']['citerag']:.1%} of queries (citerag) vs "
+                      f"{p['relevant_in_payload']['drop_tail']:.1%} (drop whole results from the tail); "
+                      f"{p['relevant_in_top_k']:.1%} had it in the top {p['top_k']}; median results kept "
+                      f"{p['median_results_kept']['citerag']} vs {p['median_results_kept']['drop_tail']}")
+
+
+
+
+@app.command("bench-agent")
+def bench_agent(
+    dataset: Annotated[Path, typer.Argument(help="dataset folder with answers.jsonl (JaQuAD layout)")],
+    questions: Annotated[int, typer.Option("--questions", min=1)] = 200,
+    qrels: Annotated[Path | None, typer.Option("--qrels", help="qrels file (default qrels_context_only.tsv)")]
+    = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The local agent end to end: share of answers whose cited passage holds a gold answer, citation
+    resolution, latency."""
+    from citerag.bench import agent as ab
+    from citerag.bench import retrieval as b
+
+    with errors(as_json):
+        qrels_path = qrels or (dataset / "qrels_context_only.tsv")
+        ds = b.load_dataset(dataset, qrels_path if qrels_path.exists() else None)
+        answers = ab.load_answers(dataset)
+        ds = ab.without_answer_documents(ds, answers, dataset / "qrels.tsv")
+
+        def components_for(index_path: Path) -> Components:
+            return components(index_path if str(index_path) not in ("", ".") else None)
+
+        with progress() as bar:
+            task = bar.add_task(f"{ds.name}: questions", total=questions)
+            res = ab.run(ds, answers, components_for, questions, lambda i, n: bar.update(task, completed=i))
+        if as_json:
+            print(json.dumps(res))
+            return
+        out.print(f"[bold]{res['questions']} questions[/] over {res['index_documents']} passages")
+        out.print(f"answered: {res['answered']:.1%}; a cited passage contains a gold answer: "
+                  f"{res['cited_passage_contains_gold_answer']:.1%}")
+        out.print(f"citations resolving to a passage the search returned: {res['citations_resolved']:.1%} "
+                  f"({res['citations']} citations)")
+        out.print(f"answer latency p50 {res['p50_ms']:.0f} ms, p95 {res['p95_ms']:.0f} ms")
+
+
+@app.command("bench-handler")
+def bench_handler(
+    repeats: Annotated[int, typer.Option("--repeats", min=5)] = 50,
+    as_json: JsonOpt = False,
+) -> None:
+    """Search Lambda latency against local doubles: 100 ms Titan + 50 ms per Pinecone query, then zero latency
+    with 50 candidates (the handler's own overhead). Needs the dev extra (moto)."""
+    from citerag.bench import handler as handler_bench
+
+    with errors(as_json):
+        try:
+            import moto  # noqa: F401
+        except ImportError:
+            raise CiteragError("bench-handler needs moto: pip install -e '.[dev]'") from None
+        runs = {
+            "latency_100_50": handler_bench.run(samples_dir(), titan_ms=100, pinecone_ms=50, candidates=50,
+                                                repeats=repeats),
+            "overhead_0_0": handler_bench.run(samples_dir(), titan_ms=0, pinecone_ms=0, candidates=50,
+                                              repeats=repeats),
+        }
+        if as_json:
+            print(json.dumps(runs))
+            return
+        table = Table(title="search handler (doubles)")
+        for col in ("run", "Titan ms", "Pinecone ms", "candidates", "p50 ms", "p95 ms", "results"):
+            table.add_column(col, no_wrap=True)
+        for name, r in runs.items():
+            table.add_row(name, str(r["titan_ms"]), str(r["pinecone_ms"]), str(r["candidates"]),
+                          f"{r['p50_ms']:.1f}", f"{r['p95_ms']:.1f}", str(r["results"]))
+        out.print(table)
+        out.print("sequential dependency time for the first run would be "
+                  f"{100 + 50 + 50} ms (embed, dense query, sparse query one after another)")

@@ -1,0 +1,133 @@
+"""What every command shares: the Typer app, consoles, common options, components from flags, error handling
+(one specific line, or {"error": ...} with --json, never a traceback), progress bars, and the bundled samples."""
+
+from __future__ import annotations
+
+import json
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any
+
+try:
+    import typer
+    from rich.console import Console
+except ImportError:  # pragma: no cover - the Lambda base install has no command line
+    raise SystemExit("The command line needs an extra: pip install 'citerag[local]' or 'citerag[cli]'") from None
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from citerag.components import Components
+from citerag.errors import CiteragError
+from citerag.settings import Settings
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Answers with verifiable citations.")
+out = Console()
+err = Console(stderr=True)
+
+IndexOpt = Annotated[Path | None, typer.Option("--index", help="index file (default: per-user data dir)")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="machine-readable output")]
+NamespaceOpt = Annotated[str | None, typer.Option("--namespace", help="index namespace")]
+
+
+def components(index: Path | None, namespace: str | None = None, **extra: Any) -> Components:
+    overrides: dict[str, Any] = {k: v for k, v in extra.items() if v is not None}
+    if index is not None:
+        overrides["index_path"] = index
+    if namespace is not None:
+        overrides["namespace"] = namespace
+    return Components(Settings(**overrides))
+
+
+@contextmanager
+def errors(as_json: bool):
+    try:
+        yield
+    except CiteragError as exc:
+        fail(str(exc), as_json)
+    except ImportError as exc:
+        fail(str(exc), as_json)
+    except KeyboardInterrupt:
+        fail("interrupted; the index keeps every document that finished", as_json, code=130)
+
+
+def fail(message: str, as_json: bool, code: int = 1) -> None:
+    if as_json:
+        print(json.dumps({"error": message}, ensure_ascii=False))
+    else:
+        err.print(f"[bold red]Error:[/] {message}", highlight=False)
+    raise typer.Exit(code)
+
+
+def progress() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=err, transient=True,
+    )
+
+
+def samples_dir() -> Path:
+    return Path(str(resources.files("citerag") / "samples"))
+
+
+def run_ingest(comps: Components, paths: list[Path], *, sync: bool, extra: dict, quiet: bool):
+    ingestor = comps.ingestor(extra)
+    with progress() as bar:
+        task = bar.add_task("Ingesting", total=None)
+
+        def on_start(n: int) -> None:
+            bar.update(task, total=n)
+
+        def on_file(r) -> None:
+            bar.advance(task)
+
+        return ingestor.ingest_paths(paths, sync=sync, on_start=on_start, on_file=on_file)
+
+
+def display(uri: str) -> str:
+    from citerag.ingestion.files import uri_to_path
+
+    p = uri_to_path(uri)
+    if p is None:
+        return uri
+    try:
+        return str(p.relative_to(Path.cwd()))
+    except ValueError:
+        return str(p)
+
+
+def parse_meta(items: list[str]) -> dict[str, Any]:
+    extra: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise CiteragError(f"--meta {item!r}: write key=value")
+        extra[key.strip()] = [v for v in value.split(",") if v] if "," in value else value
+    return extra
+
+
+def where(r: dict) -> str:
+    loc = display(r["uri"])
+    if r.get("page"):
+        loc += f", page {r['page']}"
+    elif r.get("section"):
+        loc += f", {r['section']}"
+    return loc
+
+
+def one_line(text: str, n: int) -> str:
+    t = " ".join(text.split())
+    return t if len(t) <= n else t[: n - 1] + "…"
+
+
+def ensure_samples(comps: Components, quiet: bool) -> None:
+    """On first use (empty index) ingest the bundled sample documents so `ask` works out of the box."""
+    ns = comps.settings.namespace
+    if comps.index.list_documents(ns):
+        return
+    folder = samples_dir()
+    if not quiet:
+        err.print(f"[dim]The index is empty: indexing the bundled sample documents from {folder} ...[/]")
+    results = run_ingest(comps, [folder], sync=False, extra={}, quiet=quiet)
+    failed = [r for r in results if r.status == "failed"]
+    if failed:
+        raise CiteragError(f"could not index the sample {failed[0].source}: {failed[0].reason}")

@@ -1,0 +1,46 @@
+"""`citerag invoke`: run a Lambda handler locally on an event file, against the embedded adapters."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from citerag.cli.common import IndexOpt, JsonOpt, app, components, ensure_samples, errors, out, samples_dir
+from citerag.errors import CiteragError
+
+
+@app.command()
+def invoke(
+    handler: Annotated[str, typer.Argument(help="search or ingest")],
+    event: Annotated[Path, typer.Argument(help="event JSON file, e.g. events/search-basic.json")],
+    bucket_dir: Annotated[Path | None, typer.Option("--bucket-dir", help="ingest: folder standing in for the bucket "
+                                                     "(default: the bundled samples)")] = None,
+    index: IndexOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run a Lambda handler locally on an event file, against the embedded adapters."""
+    from citerag.handlers.local import invoke as run_handler
+    from citerag.handlers.local import quiet_lambda_output, read_event
+
+    with errors(as_json):
+        if handler not in ("search", "ingest"):
+            raise CiteragError(f"unknown handler {handler!r}: choose search or ingest")
+        ev = read_event(event)
+        comps = components(index, local_bucket_dir=bucket_dir or samples_dir())
+        if handler == "search":
+            ensure_samples(comps, quiet=True)
+        # Powertools logs JSON lines to stdout; keep stdout for the response.
+        quiet_lambda_output()
+        response = run_handler(handler, ev, comps)
+        if as_json:
+            print(json.dumps(response, ensure_ascii=False))
+            return
+        out.print_json(json.dumps(response, ensure_ascii=False))
+        body = response.get("response", {}).get("functionResponse", {}).get("responseBody", {}).get("TEXT", {})
+        if "body" in body:
+            size = len(json.dumps(response).encode())
+            out.print(f"[dim]response {size:,} bytes; body decoded:[/]")
+            out.print_json(body["body"])

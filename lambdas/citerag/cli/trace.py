@@ -1,0 +1,77 @@
+"""`citerag trace`: agent turns step by step, from a saved trace or from model-invocation logs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from citerag.cli.common import JsonOpt, app, components, errors, out
+from citerag.errors import CiteragError
+
+
+@app.command()
+def trace(
+    source: Annotated[Path | None, typer.Argument(help="a trace saved by ask --save-trace, or a JSON export of "
+                                                        "model-invocation logs")] = None,
+    log_group: Annotated[str | None, typer.Option("--log-group", help="CloudWatch Logs group of Bedrock "
+                                                                      "model-invocation logs")] = None,
+    since: Annotated[str, typer.Option("--since", help="with --log-group: how far back, e.g. 30m, 1h, 2d")] = "1h",
+    session: Annotated[str | None, typer.Option("--session", help="only this agent session id")] = None,
+    with_lambda_logs: Annotated[list[str] | None, typer.Option(
+        "--with-lambda-logs", help="Lambda log group(s) whose Powertools lines go under the steps that caused them")]
+    = None,
+    prompts: Annotated[bool, typer.Option("--prompts", help="show full prompts and raw model output")] = False,
+    html_out: Annotated[Path | None, typer.Option("--html", help="write a self-contained HTML page")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Reconstruct agent turns step by step from a saved trace or from model-invocation logs."""
+    import time as _time
+
+    from citerag.traces import invocation_logs as il
+    from citerag.traces import report as tr
+    from citerag.traces.tracefile import load
+
+    with errors(as_json):
+        t0 = _time.perf_counter()
+        skipped = 0
+        if (source is None) == (log_group is None):
+            raise CiteragError("give either a trace file or --log-group NAME")
+        if log_group:
+            records, skipped = il.read_log_group(logs_client(), log_group, il.parse_since(since), session)
+            events = il.records_to_events(records)
+        else:
+            from citerag.jsonfiles import read_json
+
+            raw = read_json(source, "trace or log export")
+            if isinstance(raw, dict) and raw.get("format", "").startswith("citerag-trace"):
+                events = load(source)["events"]
+            else:
+                records, skipped = il.read_export(raw)
+                if not records:
+                    raise CiteragError(f"{source} holds no model-invocation log records ({skipped} lines skipped)")
+                events = il.records_to_events(records)
+        turns = tr.build_turns(events)
+        if session:
+            turns = [t for t in turns if t.session_id in (None, session)]
+        if with_lambda_logs:
+            lines = []
+            for group in with_lambda_logs:
+                lines.extend(il.read_lambda_lines(logs_client(), group, il.parse_since(since), session))
+            tr.attach_lambda_logs(turns, lines)
+        stats = {"turns": len(turns), "events": len(events), "skipped_lines": skipped,
+                 "seconds": round(_time.perf_counter() - t0, 3)}
+        if html_out:
+            html_out.write_text(tr.to_html(turns, stats), encoding="utf-8")
+        if as_json:
+            print(tr.to_json(turns, stats))
+            return
+        tr.print_turns(out, turns, prompts=prompts)
+        note = f"; {skipped} unreadable log lines skipped" if skipped else ""
+        out.print(f"[dim]{len(turns)} turns from {len(events)} events in {stats['seconds']} s{note}"
+                  + (f"; HTML written to {html_out}" if html_out else "") + "[/]")
+
+
+def logs_client():
+    return components(None).aws_client("logs")

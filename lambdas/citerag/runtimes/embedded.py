@@ -1,0 +1,36 @@
+"""`citerag ask --agent none` on one machine: search, pack exactly as the action group would, answer extractively.
+No agent steps: the shortest path from a question to a cited answer."""
+
+from __future__ import annotations
+
+import time
+
+from citerag.citations.answer import Answer, compose
+from citerag.citations.extractive import NOT_FOUND, pick_sentences
+from citerag.citations.payload import pack_passages
+from citerag.search.pipeline import SearchPipeline
+from citerag.search.query import analyze
+
+
+class EmbeddedAnswerer:
+    def __init__(self, pipeline: SearchPipeline, *, budget_bytes: int = 25_000, top_k: int = 5) -> None:
+        self.pipeline = pipeline
+        self.budget_bytes = budget_bytes
+        self.top_k = top_k
+
+    def ask(self, question: str, *, flt: dict | None = None, namespace: str = "") -> Answer:
+        t0 = time.perf_counter()
+        query = analyze(question)
+        outcome = self.pipeline.search(query, top_k=self.top_k, flt=flt, namespace=namespace)
+        relevant = outcome.relevant_hits
+        _, results = pack_passages(relevant, query, self.budget_bytes)
+        picked = pick_sentences(query, results, self.pipeline.stats(namespace))
+        trace = [{"step": "search", "hits": len(outcome.hits), "relevant": len(relevant),
+                  "degraded": outcome.degraded, "timings_ms": outcome.timings_ms}]
+        if not picked:
+            trace.append({"step": "answer", "answered": False, "ms": (time.perf_counter() - t0) * 1000})
+            return Answer(text=NOT_FOUND.get(query.lang, NOT_FOUND["en"]), answered=False, trace=trace)
+        answer = compose(picked, {p.source_id: p for p in results})
+        trace.append({"step": "answer", "answered": True, "sentences": len(picked),
+                      "ms": (time.perf_counter() - t0) * 1000})
+        return answer.model_copy(update={"trace": trace})

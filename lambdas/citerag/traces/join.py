@@ -1,0 +1,67 @@
+"""The answer in InvokeAgent events, joined with the search results the trace shows: each cited span gets the
+passages it cites, with {uri, title, page} and the sentence as excerpt. Used by the Classic client, the local
+runtime's callers, the benches and `citerag trace`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from citerag.citations import claude_format as cf
+from citerag.citations.answer import Answer, Citation
+from citerag.citations.payload import results_of
+from citerag.search.passage import Passage
+
+
+def answer_from_events(events: Iterable[dict[str, Any]]) -> Answer:
+    text_parts: list[str] = []
+    traces: list[dict[str, Any]] = []
+    sources: dict[str, Passage] = {}
+    answer_raw = ""
+    for ev in events:
+        if "chunk" in ev:
+            data = ev["chunk"].get("bytes", b"")
+            text_parts.append(data.decode("utf-8") if isinstance(data, bytes) else str(data))
+        elif "trace" in ev:
+            traces.append(ev["trace"])
+            orch = ev["trace"].get("trace", {}).get("orchestrationTrace", {})
+            obs = orch.get("observation", {})
+            out = obs.get("actionGroupInvocationOutput")
+            if out:
+                sources.update({p.source_id: p for p in results_of(out.get("text", "")) if p.source_id})
+            raw = orch.get("modelInvocationOutput", {}).get("rawResponse", {}).get("content", "")
+            if "<answer" in raw:
+                answer_raw = raw
+    text = "".join(text_parts)
+    parts = cf.answer(answer_raw) or []
+    citations: list[Citation] = []
+    cited: dict[str, Passage] = {}
+    cursor = 0
+    for part in parts:
+        if not part.sources:
+            continue
+        start = text.find(part.text, cursor)
+        if start < 0:
+            continue  # post-processing replaced this part (e.g. an ungrounded answer became the fallback)
+        end = start + len(part.text)
+        cursor = end
+        srcs = []
+        for sid in part.sources:
+            r = sources.get(sid)
+            if r is None:
+                continue
+            src = cited.get(sid) or r.model_copy(update={"excerpt": _excerpt(part.text, r.text)})
+            cited[sid] = src
+            srcs.append(src)
+        if srcs:
+            citations.append(Citation(text=part.text, start=start, end=end, sources=srcs))
+    return Answer(text=text, citations=citations, sources=list(cited.values()), answered=bool(citations),
+                  trace=traces)
+
+
+def _excerpt(claim: str, passage: str, limit: int = 300) -> str:
+    """The passage sentence(s) the claim came from, or the passage start."""
+    i = passage.find(claim)
+    if i >= 0:
+        return passage[i : i + max(len(claim), 1)][:limit]
+    return " ".join(passage.split())[:limit]

@@ -1,0 +1,44 @@
+"""Saved traces (`citerag ask --save-trace FILE`): InvokeAgent events as JSON, readable by `citerag trace`."""
+
+from __future__ import annotations
+
+import base64
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from citerag.errors import CiteragError
+from citerag.jsonfiles import read_json
+
+FORMAT = "citerag-trace/1"
+
+
+def jsonable(value: Any) -> Any:
+    """InvokeAgent events as JSON, the way the service's rest-json event payloads encode them: blobs base64,
+    timestamps ISO 8601."""
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    if isinstance(value, datetime):
+        return value.isoformat().replace("+00:00", "Z")
+    if isinstance(value, dict):
+        return {k: jsonable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [jsonable(v) for v in value]
+    return value
+
+
+def save(path: Path, *, question: str, agent: str, events: list[dict[str, Any]]) -> None:
+    data = {"format": FORMAT, "saved_at": datetime.now(UTC).isoformat(), "agent": agent, "question": question,
+            "events": jsonable(events)}
+    Path(path).write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
+
+
+def load(path: Path) -> dict[str, Any]:
+    data = read_json(path, "trace file")
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise CiteragError(f"{path} is not a citerag trace file (expected format {FORMAT})")
+    for ev in data.get("events", []):
+        if "chunk" in ev and isinstance(ev["chunk"].get("bytes"), str):
+            ev["chunk"]["bytes"] = base64.b64decode(ev["chunk"]["bytes"])
+    return data
