@@ -48,8 +48,9 @@ def build(stack: cdk.Stack, c: DeployConfig, data: SharedData, retention: logs.R
         search.add_to_role_policy(iam.PolicyStatement(actions=["bedrock:InvokeModel"],
                                                       resources=[c.rerank_model_arn]))
     parser = function(stack, "Parser", "citerag.handlers.parser.handler", code=data.code, timeout=30, memory=512,
-                      env={"CITERAG_SOURCE_ID_KEY": data.source_id_key, "CITERAG_ACTION_GROUP": ACTION_GROUP},
+                      env={"CITERAG_ACTION_GROUP": ACTION_GROUP, "POWERTOOLS_LOG_LEVEL": "INFO"},
                       retention=retention)
+    data.grant_source_ids(parser)
     ack_xray(parser)
 
     model_arns = [f"arn:{cdk.Aws.PARTITION}:bedrock:{cdk.Aws.REGION}::foundation-model/{c.agent_model_id}",

@@ -3,6 +3,7 @@ ingest Lambda, the Pinecone API key secret, and the settings every search or ing
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import aws_cdk as cdk
@@ -26,13 +27,20 @@ class SharedData:
     secret: sm.ISecret
     code: lambda_.Code
     env: dict[str, str]  # what every search or ingest function needs (embeddings, Pinecone, bucket)
-    source_id_key: str
+    source_id_secret: sm.Secret
     titan_arn: str
     ingest: lambda_.Function
 
+    def grant_source_ids(self, fn) -> None:
+        """Sign or verify source ids: read the deployment's key (and learn its name from the environment)."""
+        self.source_id_secret.grant_read(fn)
+        if isinstance(fn, lambda_.Function):
+            fn.add_environment("CITERAG_SOURCE_ID_KEY_SECRET", self.source_id_secret.secret_name)
+
     def grant_search(self, stack: cdk.Stack, fn: lambda_.Function) -> None:
-        """What a search function needs: the key, Titan, and the parents/statistics under citerag/."""
+        """What a search function needs: the keys, Titan, and the parents/statistics under citerag/."""
         self.secret.grant_read(fn)
+        self.grant_source_ids(fn)
         fn.add_to_role_policy(iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=[self.titan_arn]))
         self.documents.grant_read(fn, "citerag/*")
         ack(fn.role.node.find_child("DefaultPolicy"), "AwsSolutions-IAM5",
@@ -69,15 +77,24 @@ def build(stack: cdk.Stack, c: DeployConfig, retention: logs.RetentionDays) -> S
         ack(secret, "AwsSolutions-SMG4", "A Pinecone API key is rotated in the Pinecone console; AWS has no "
             "rotation function for it.")
 
+    # Source ids are signed with a random key made at deploy time (never a known default); JSON so a rotation can
+    # keep the previous key for verification (see README, Security).
+    source_id_secret = sm.Secret(
+        stack, "SourceIdKey", description="citerag: signs the source ids search results carry",
+        generate_secret_string=sm.SecretStringGenerator(
+            secret_string_template=json.dumps({"previous": ""}), generate_string_key="current",
+            password_length=48, exclude_punctuation=True))
+    ack(source_id_secret, "AwsSolutions-SMG4", "Rotated by publishing a new {current, previous} value (README, "
+        "Security); a rotation Lambda would add nothing, as every reader accepts both keys.")
+
     code = lambda_code()
-    source_id_key = cdk.Names.unique_id(stack) + "-source-ids"
     env = {
         "CITERAG_EMBEDDER": "titan", "CITERAG_INDEX_BACKEND": "pinecone",
         "CITERAG_TITAN_MODEL_ID": c.embedding_model_id, "CITERAG_TITAN_DIMENSIONS": str(c.embedding_dimensions),
         "CITERAG_PINECONE_DENSE_HOST": c.pinecone_dense_host,
         "CITERAG_PINECONE_SPARSE_HOST": c.pinecone_sparse_host,
         "CITERAG_PINECONE_SECRET_NAME": secret.secret_name, "CITERAG_DOCUMENT_BUCKET": docs.bucket_name,
-        "CITERAG_DATA_DIR": "/tmp/citerag", "CITERAG_SOURCE_ID_KEY": source_id_key,
+        "CITERAG_DATA_DIR": "/tmp/citerag",
         "POWERTOOLS_METRICS_NAMESPACE": "citerag", "POWERTOOLS_LOG_LEVEL": "INFO",
     }
     titan_arn = f"arn:{cdk.Aws.PARTITION}:bedrock:{cdk.Aws.REGION}::foundation-model/{c.embedding_model_id}"
@@ -101,5 +118,5 @@ def build(stack: cdk.Stack, c: DeployConfig, retention: logs.RetentionDays) -> S
                     "Action::s3:GetObject*", "Action::s3:GetBucket*", "Action::s3:List*",
                     "Action::s3:DeleteObject*", "Action::s3:Abort*"])
     ack_xray(ingest)
-    return SharedData(documents=docs, dlq=dlq, secret=secret, code=code, env=env, source_id_key=source_id_key,
+    return SharedData(documents=docs, dlq=dlq, secret=secret, code=code, env=env, source_id_secret=source_id_secret,
                       titan_arn=titan_arn, ingest=ingest)

@@ -61,9 +61,14 @@ def test_unanswerable_question_reprompts_then_says_so(runtime):
     assert len(obs) == 2 and "REPROMPT" in obs[0].title
 
 
-def test_session_attributes_reach_the_search_as_an_access_filter(runtime):
-    events = list(runtime.invoke("warranty", session_attributes={"tenant": "nobody"}))
+def test_session_attributes_reach_the_search_as_an_access_filter(tmp_path):
+    comps = Components(Settings(data_dir=tmp_path / "data", embedder="hashing"))
+    comps.ingestor({"tenant": "acme"}).ingest_paths([SAMPLES])
+    tenant_runtime = local_agent(comps)
+    events = list(tenant_runtime.invoke("warranty", session_attributes={"tenant": "nobody"}))
     assert not answer_from_events(events).answered
+    events = list(tenant_runtime.invoke("warranty", session_attributes={"tenant": "acme"}))
+    assert answer_from_events(events).answered
 
 
 def test_trace_file_round_trip(runtime, tmp_path):

@@ -155,7 +155,7 @@ def test_agent_role_has_no_wildcard_actions_and_only_the_configured_models(synth
 
 def test_secret_alarms_and_model_invocation_logging(synth):
     _, t = synth
-    assert len(of_type(t, "AWS::SecretsManager::Secret")) == 1
+    assert len(of_type(t, "AWS::SecretsManager::Secret")) == 2  # the Pinecone key and the source-id key
     alarms = [a["Properties"] for a in of_type(t, "AWS::CloudWatch::Alarm").values()]
     assert {a["MetricName"] for a in alarms} == {"ApproximateNumberOfMessagesVisible", "Errors", "Throttles"}
     assert len(alarms) == 7

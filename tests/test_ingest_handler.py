@@ -88,6 +88,7 @@ def test_sample_events_index_and_remove(env):
     misses = env["comps"].embedder.misses
     assert run(event("ingest-created.json"), env["comps"]) == {"batchItemFailures": []}  # redelivery: nothing changes
     assert env["comps"].embedder.misses == misses
+    env["s3"].delete_object(Bucket=BUCKET, Key="faq-en.md")  # the removal the event reports
     assert run(event("ingest-removed.json"), env["comps"]) == {"batchItemFailures": []}
     assert set(docs(env)) == {f"s3://{BUCKET}/kumo-pure-300-manual-ja.pdf"}
     assert run(event("ingest-test-event.json"), env["comps"]) == {"batchItemFailures": []}
@@ -167,7 +168,8 @@ BAD = [
     ("bucket name too short", {"Records": [s3_record("a.md", bucket="b")]}, "poison", "bucket"),
     ("key too long", {"Records": [s3_record("k" * 1100 + ".md")]}, "poison", "key"),
     ("unsupported type", {"Records": [s3_record("deck.pptx")]}, "failed", "unsupported file type .pptx"),
-    ("empty object", {"Records": [s3_record("empty.txt")]}, "failed", "file is empty"),
+    ("empty object", {"Records": [s3_record("empty.txt")]}, "skipped", ""),
+    ("folder placeholder", {"Records": [s3_record("manuals/")]}, "ignored", ""),
     ("corrupt pdf", {"Records": [s3_record("broken.pdf")]}, "failed", "corrupt"),
     ("encrypted pdf", {"Records": [s3_record("locked.pdf")]}, "failed", "password-protected"),
     ("non-UTF-8 text", {"Records": [s3_record("sjis.txt")]}, "failed", "not valid UTF-8"),

@@ -101,10 +101,10 @@ def test_unreadable_file_is_reported(fast, tmp_path, monkeypatch):
     path = tmp_path / "secret.txt"
     path.write_text("secret", encoding="utf-8")
 
-    def deny(self):
+    def deny(path, max_bytes):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(Path, "read_bytes", deny)
+    monkeypatch.setattr("citerag.ingestion.ingestor.read_regular_file", deny)
     r = fast.ingestor().ingest_path(path)
     assert r.status == "failed" and r.reason == "cannot read: permission denied"
 

@@ -22,19 +22,27 @@ from handler_support import assert_action_group_response, event, q, search_event
 def comps(tmp_path_factory):
     data = tmp_path_factory.mktemp("handler")
     c = Components(Settings(data_dir=data, embedder="hashing"))
+    c.ingestor().ingest_paths([SAMPLES])
+    return c
+
+
+@pytest.fixture(scope="module")
+def acme(tmp_path_factory):
+    """The samples as one tenant's documents, restricted to one group."""
+    c = Components(Settings(data_dir=tmp_path_factory.mktemp("acme"), embedder="hashing"))
     c.ingestor({"tenant": "acme", "groups": ["support"]}).ingest_paths([SAMPLES])
     return c
 
 
 @pytest.fixture(autouse=True)
 def wired(comps, monkeypatch):
-    wired_handler[0] = search_handler.build(comps)
+    wired_handler[:] = [search_handler.build(comps), comps.source_id_keys()[0]]
     for b in comps.breakers.values():
         b.reset()
     return comps
 
 
-wired_handler: list = [None]
+wired_handler: list = [None, None]
 
 
 def call(ev):
@@ -46,7 +54,7 @@ def test_basic_search_returns_results_with_source_metadata():
     body = assert_action_group_response(resp, budget=25_000)
     assert "cite" in body["instructions"]
     first = body["results"][0]
-    assert first["source_id"].startswith("S1-") and source_ids.verify("citerag-local", first["source_id"])
+    assert first["source_id"].startswith("S1-") and source_ids.verify(wired_handler[1], first["source_id"])
     assert first["uri"].startswith("file://") and first["title"]
     assert {"text", "uri", "title", "page", "score"} <= set(first)
     assert resp["sessionAttributes"]["citerag_search_retries"] == "0"
@@ -143,7 +151,8 @@ def test_reprompt_counts_retries_then_gives_a_final_not_found():
     assert ev["function"] == "search_documents"
 
 
-def test_access_filter_comes_from_session_and_model_filters_only_narrow(comps, monkeypatch):
+def test_access_filter_comes_from_session_and_model_filters_only_narrow(acme):
+    wired_handler[0] = search_handler.build(acme)
     other = search_event([q("warranty")], session={"tenant": "globex"})
     assert_action_group_response(call(other))
     body = assert_action_group_response(call(other))
@@ -152,8 +161,12 @@ def test_access_filter_comes_from_session_and_model_filters_only_narrow(comps, m
                                            "value": '{"$or": [{"tenant": "acme"}, {"tenant": "globex"}]}'}],
                           session={"tenant": "globex"})
     assert assert_action_group_response(call(sneaky))["results"] == []
-    own = assert_action_group_response(call(search_event([q("warranty")], session={"tenant": "acme"})))
+    own = assert_action_group_response(call(search_event([q("warranty")],
+                                                         session={"tenant": "acme", "groups": "support"})))
     assert own["results"]
+    # Documents restricted to a group are invisible to a session that names no group (fail closed).
+    assert assert_action_group_response(call(search_event([q("warranty")], session={"tenant": "acme"})))[
+        "results"] == []
     groups = assert_action_group_response(call(search_event([q("warranty")],
                                                             session={"tenant": "acme", "groups": "sales"})))
     assert groups["results"] == []

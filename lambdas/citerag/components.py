@@ -118,7 +118,7 @@ class Components:
         return Ingestor(
             self.embedder, self.index, namespace=s.namespace, chunk_chars=s.chunk_chars,
             overlap_chars=s.chunk_overlap_chars, max_file_bytes=s.max_file_bytes, max_pages=s.max_pdf_pages,
-            extra_metadata=extra_metadata,
+            max_chunks=s.max_chunks_per_document, extra_metadata=extra_metadata,
         )
 
     @cached_property
@@ -146,6 +146,24 @@ class Components:
 
     # --- citations and agents -------------------------------------------------------------------------------------
 
+    def source_id_keys(self) -> list[str]:
+        """The keys that sign (the first) and verify (all) source ids. From the deployment's secret they are re-read
+        every few minutes (Powertools' cache), so a rotation reaches running containers."""
+        s = self.settings
+        if s.source_id_key:
+            return [s.source_id_key]
+        if s.source_id_key_secret:
+            from citerag.adapters import aws
+
+            return aws.source_id_keys(s.source_id_key_secret)
+        return [self._local_source_id_key]
+
+    @cached_property
+    def _local_source_id_key(self) -> str:
+        from citerag.adapters.key_file import local_key
+
+        return local_key(self.settings.data_dir / "source-id.key")
+
     @cached_property
     def _search_tool(self):
         from citerag.citations.search_tool import SearchTool, SearchToolConfig
@@ -153,8 +171,8 @@ class Components:
         s = self.settings
         cfg = SearchToolConfig(budget_bytes=s.response_budget_bytes, default_top_k=s.default_top_k,
                                max_retries=s.max_search_retries, acl_required=s.acl_required, namespace=s.namespace,
-                               source_id_key=s.source_id_key)
-        return SearchTool(self.pipeline(expand_parents=True), cfg)
+                               public_without_tenant=s.public_without_tenant)
+        return SearchTool(self.pipeline(expand_parents=True), cfg, signing_key=lambda: self.source_id_keys()[0])
 
     def search_tool(self):
         """One tool (and one pipeline, with its thread pool) per container, reused by every invocation."""
@@ -164,7 +182,8 @@ class Components:
         from citerag.citations.parser import ParserConfig
 
         s = self.settings
-        values = {"source_id_key": s.source_id_key, "action_group": s.action_group,
+        current, *previous = self.source_id_keys()
+        values = {"source_id_key": current, "previous_source_id_keys": previous, "action_group": s.action_group,
                   "preprocessing_fail_closed": s.preprocessing_fail_closed, "pii_allow": s.pii_allow,
                   "pii_extra": s.pii_extra}
         return ParserConfig(**{**values, **overrides})

@@ -15,6 +15,10 @@ class IndexError_(CiteragError):
     """The index file is locked, corrupt, or otherwise unusable."""
 
 
+class DiskFullError(IndexError_):
+    """The disk is full: nothing more can be written until space is freed."""
+
+
 class FilterSyntaxError(CiteragError):
     """A metadata filter is not valid Pinecone filter syntax."""
 

@@ -41,6 +41,7 @@ class Settings(BaseSettings):
     chunk_overlap_chars: int = Field(120, ge=0, le=2000)
     max_file_bytes: int = 200 * 1024 * 1024
     max_pdf_pages: int = 5000
+    max_chunks_per_document: int = Field(20_000, ge=1)
 
     # Search: defaults chosen by `citerag bench` on JaQuAD and SciFact (see README).
     fusion: Literal["rrf", "convex"] = "convex"
@@ -78,8 +79,13 @@ class Settings(BaseSettings):
     # Local agent runtime: a Bedrock model id for Converse (used when AWS credentials exist), else the
     # embedded extractive model.
     chat_model_id: str | None = None
-    # Signs source ids so the parser can reject ids no search issued; the CDK stack sets a per-deployment value.
-    source_id_key: str = "citerag-local"
+    # Signs source ids so the parser can reject ids no search issued. Deployed: a secret the stack generates
+    # (JSON {"current", "previous"} for rotation); locally: a random key file in the data dir. A fixed key here
+    # overrides both (tests).
+    source_id_key: str | None = None
+    source_id_key_secret: str | None = None
+    # Documents without a tenant (or without groups) are visible to every session; off: only to no one.
+    public_without_tenant: bool = True
 
     # Parser Lambda
     action_group: str | None = Field(None, description="the only action group the agent may call; unset = any")

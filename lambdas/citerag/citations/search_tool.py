@@ -32,12 +32,24 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffd]")
 ResponseState = Literal["REPROMPT", "FAILURE"] | None
 
 
+# A tenant or group id as an application sets it: short, printable, no filter syntax.
+_ACCESS_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@/+=-]{0,127}")
+_NOT_AN_ID = {"null", "none", "undefined", "nil"}  # what a caller's bug writes instead of leaving it out
+MAX_GROUPS = 50
+MAX_FILTER_CHARS = 4000
+# The access filter takes two levels ($and of $or); a model's filter may use the rest.
+MODEL_FILTER_DEPTH = flt_mod.MAX_DEPTH - 2
+
+
 class SearchToolConfig(BaseModel):
     budget_bytes: int = Field(25_000, ge=2_000)
     default_top_k: int = 5
     max_top_k: int = 20
     max_retries: int = Field(3, ge=0)
     acl_required: bool = False
+    # Documents without a tenant (or without groups) are public: visible to every session. Off: only sessions
+    # that carry a valid tenant see anything, and only their tenant's documents.
+    public_without_tenant: bool = True
     tenant_attribute: str = "tenant"
     groups_attribute: str = "groups"
     namespace: str = ""
@@ -56,9 +68,12 @@ class ToolResult(BaseModel):
 
 
 class SearchTool:
-    def __init__(self, pipeline: SearchPipeline, config: SearchToolConfig | None = None) -> None:
+    def __init__(self, pipeline: SearchPipeline, config: SearchToolConfig | None = None,
+                 signing_key: Callable[[], str] | None = None) -> None:
         self.pipeline = pipeline
         self.config = config or SearchToolConfig()
+        # Read per call, so a rotated deployment key is used as soon as it is published.
+        self._signing_key = signing_key or (lambda: self.config.source_id_key)
 
     # --- entry point ----------------------------------------------------------------------------------------
 
@@ -109,7 +124,7 @@ class SearchTool:
                     "answer this question; do not answer from memory.")),
                 session_attributes={**session, RETRY_ATTRIBUTE: "0"}, outcome="not_found",
             )
-        items = source_ids.assign(relevant, cfg.source_id_key, params["query"].text)
+        items = source_ids.assign(relevant, self._signing_key(), params["query"].text)
         return ToolResult(payload=build_payload(items, notes), kept=items, query=params["query"],
                           session_attributes={**session, RETRY_ATTRIBUTE: "0"}, outcome="ok")
 
@@ -161,10 +176,13 @@ def parse_parameters(parameters: Any, cfg: SearchToolConfig) -> tuple[dict[str, 
     flt = raw.get("filters")
     if flt not in (None, "", "null", "{}"):
         try:
+            if isinstance(flt, str) and len(flt) > MAX_FILTER_CHARS:
+                raise FilterSyntaxError(f"it is {len(flt):,} characters long; the limit is {MAX_FILTER_CHARS:,}")
             obj = json.loads(flt) if isinstance(flt, str) else flt
-            values["filters"] = flt_mod.validate(obj) or None
-        except json.JSONDecodeError as exc:
-            problems["filters"] = (f"The parameter 'filters' is not valid JSON ({exc.msg}). Pass a JSON object such "
+            values["filters"] = flt_mod.validate(obj, max_depth=MODEL_FILTER_DEPTH) or None
+        except (json.JSONDecodeError, RecursionError) as exc:
+            reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+            problems["filters"] = (f"The parameter 'filters' is not valid JSON ({reason}). Pass a JSON object such "
                                    'as {"lang": "ja"}, or leave filters out.')
         except FilterSyntaxError as exc:
             problems["filters"] = f"The parameter 'filters' is not a valid filter: {exc}. Fix it or leave it out."
@@ -180,27 +198,51 @@ def parse_parameters(parameters: Any, cfg: SearchToolConfig) -> tuple[dict[str, 
 
 
 def access_filter(session: dict[str, str], cfg: SearchToolConfig) -> dict[str, Any] | None:
-    """The mandatory filter from sessionAttributes (set by the calling application, never by the model)."""
-    tenant = session.get(cfg.tenant_attribute, "").strip()
-    groups_raw = session.get(cfg.groups_attribute, "").strip()
-    groups: list[str] = []
-    if groups_raw:
-        try:
-            parsed = json.loads(groups_raw) if groups_raw.startswith("[") else groups_raw.split(",")
-        except json.JSONDecodeError:
-            parsed = []
-        groups = [str(g).strip() for g in parsed if str(g).strip()]
-    if cfg.acl_required and not tenant:
+    """The mandatory filter from what the caller authenticated (Classic: sessionAttributes the calling application
+    sets; AgentCore: JWT claims or the calling backend), never from model-written arguments. It fails closed: a
+    document that carries a tenant or groups is visible only to a session with a valid matching one; documents
+    without them are public only when `public_without_tenant`. Raises PermissionError when nothing may be seen."""
+    tenant = _access_id(session.get(cfg.tenant_attribute), cfg.tenant_attribute)
+    groups = _groups(session.get(cfg.groups_attribute), cfg.groups_attribute)
+    if not tenant and (cfg.acl_required or not cfg.public_without_tenant):
         raise PermissionError(
             f"This session carries no '{cfg.tenant_attribute}' session attribute, so no documents may be searched. "
-            "Tell the user their access could not be determined."
-        )
-    parts: list[dict[str, Any]] = []
-    if tenant:
-        parts.append({cfg.tenant_attribute: {"$eq": tenant}})
-    if groups:
-        parts.append({cfg.groups_attribute: {"$in": groups}})
-    return flt_mod.combine(*parts)
+            "Tell the user their access could not be determined.")
+    public_tenant = {cfg.tenant_attribute: {"$exists": False}}
+    if not tenant:
+        tenant_part = public_tenant
+    elif cfg.public_without_tenant:
+        tenant_part = {"$or": [{cfg.tenant_attribute: {"$eq": tenant}}, public_tenant]}
+    else:
+        tenant_part = {cfg.tenant_attribute: {"$eq": tenant}}
+    public_groups = {cfg.groups_attribute: {"$exists": False}}
+    groups_part = {"$or": [{cfg.groups_attribute: {"$in": groups}}, public_groups]} if groups else public_groups
+    return flt_mod.combine(tenant_part, groups_part)
+
+
+def _access_id(value: Any, name: str) -> str:
+    text = value.strip() if isinstance(value, str) else ""
+    if not text or text.lower() in _NOT_AN_ID:
+        return ""
+    if not _ACCESS_ID.fullmatch(text):
+        raise PermissionError(f"This session's '{name}' attribute is not a valid id, so no documents may be searched. "
+                              "Tell the user their access could not be determined.")
+    return text
+
+
+def _groups(value: Any, name: str) -> list[str]:
+    raw = value.strip() if isinstance(value, str) else ""
+    if not raw:
+        return []
+    try:
+        parsed = json.loads(raw) if raw.startswith("[") else raw.split(",")
+    except (json.JSONDecodeError, RecursionError):
+        parsed = None
+    if not isinstance(parsed, list) or len(parsed) > MAX_GROUPS:
+        raise PermissionError(f"This session's '{name}' attribute is not a list of group ids, so no documents may "
+                              "be searched. Tell the user their access could not be determined.")
+    groups = [_access_id(g, name) for g in parsed if isinstance(g, str)]
+    return [g for g in dict.fromkeys(groups) if g]
 
 
 def _int(value: Any, default):

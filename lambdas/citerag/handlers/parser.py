@@ -16,11 +16,10 @@ logger = Logger(service="citerag-parser")
 
 
 def build(components, **config_overrides) -> Handler:
-    config = components.parser_config(**config_overrides)
-
     @logger.inject_lambda_context(clear_state=True)
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        result = parse(event, config)
+        # Per invocation: the source-id keys come from a cached secret, so a rotation reaches this container.
+        result = parse(event, components.parser_config(**config_overrides))
         body = next((v for k, v in result.items() if k.endswith("ParsedResponse")), {})
         logger.info("parsed", extra={"prompt_type": result.get("promptType"),
                                      "reprompt": "parsingErrorDetails" in body,

@@ -8,7 +8,9 @@ invocation, not at import, to keep cold starts short.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
@@ -60,8 +62,8 @@ def build(components) -> Handler:
             return envelope(ev, dumps_body(message_payload(error=problem)))
         if ev["function"] != FUNCTION_NAME:
             return envelope(ev, dumps_body(message_payload(error=(
-                f"Unknown function {ev['function']!r}. This action group offers {FUNCTION_NAME}(query, filters?, "
-                "top_k?): call that instead."))), state="REPROMPT")
+                f"Unknown function {ev['function'][:64]!r}. This action group offers {FUNCTION_NAME}(query, "
+                "filters?, top_k?): call that instead."))), state="REPROMPT")
         try:
             result, body = tool.run(ev["parameters"], ev["sessionAttributes"],
                                     lambda r, b: envelope(ev, b, r.state, r.session_attributes))
@@ -76,18 +78,33 @@ def build(components) -> Handler:
     return handler
 
 
+# Action-group and function names as bedrock-agent defines them (botocore shape "Name"): nothing else is echoed.
+_NAME = re.compile(r"([0-9a-zA-Z][_-]?){1,100}")
+MAX_PARAMETERS = 20
+MAX_ATTRIBUTES_BYTES = 16_384
+
+
 def validate_event(event: Any) -> str | None:
-    """The fields Bedrock always sends; anything else is a misrouted or hand-made event."""
+    """The fields Bedrock always sends, within the service's bounds; anything else is a misrouted or hand-made event,
+    and nothing of it is echoed back or logged whole."""
     if not isinstance(event, dict):
         return "event is not a JSON object"
     for key in ("actionGroup", "function"):
-        if not isinstance(event.get(key), str) or not event.get(key):
+        value = event.get(key)
+        if not isinstance(value, str) or not value:
             return f"event has no {key}"
+        if len(value) > 200 or not _NAME.fullmatch(value):
+            return f"event {key} is not a valid name"
     if event.get("messageVersion") not in ("1.0", None):
-        return f"unsupported messageVersion {event.get('messageVersion')!r}"
+        return "unsupported messageVersion"
     params = event.get("parameters", [])
     if params is not None and not isinstance(params, list):
         return "event parameters must be a list"
+    if isinstance(params, list) and len(params) > MAX_PARAMETERS:
+        return f"event has more than {MAX_PARAMETERS} parameters"
+    for key in ("sessionAttributes", "promptSessionAttributes"):
+        if len(json.dumps(string_map(event.get(key)))) > MAX_ATTRIBUTES_BYTES:
+            return f"event {key} are larger than {MAX_ATTRIBUTES_BYTES:,} bytes"
     return None
 
 
@@ -97,15 +114,20 @@ def sanitize_event(event: Any) -> dict[str, Any]:
     group or function is named "unknown" so even a rejected event gets a well-formed response."""
     ev = event if isinstance(event, dict) else {}
     params = ev.get("parameters") if isinstance(ev.get("parameters"), list) else []
+    session = string_map(ev.get("sessionAttributes"))
+    prompt_session = string_map(ev.get("promptSessionAttributes"))
     return {
         **ev,
-        "actionGroup": ev.get("actionGroup") if isinstance(ev.get("actionGroup"), str) and ev["actionGroup"]
-        else "unknown",
-        "function": ev.get("function") if isinstance(ev.get("function"), str) and ev["function"] else "unknown",
-        "parameters": [p for p in params if isinstance(p, dict) and isinstance(p.get("name"), str)],
-        "sessionAttributes": string_map(ev.get("sessionAttributes")),
-        "promptSessionAttributes": string_map(ev.get("promptSessionAttributes")),
+        "actionGroup": _name(ev.get("actionGroup")),
+        "function": _name(ev.get("function")),
+        "parameters": [p for p in params[:MAX_PARAMETERS] if isinstance(p, dict) and isinstance(p.get("name"), str)],
+        "sessionAttributes": session if len(json.dumps(session)) <= MAX_ATTRIBUTES_BYTES else {},
+        "promptSessionAttributes": prompt_session if len(json.dumps(prompt_session)) <= MAX_ATTRIBUTES_BYTES else {},
     }
+
+
+def _name(value: Any) -> str:
+    return value if isinstance(value, str) and len(value) <= 200 and _NAME.fullmatch(value) else "unknown"
 
 
 # The Lambda entry point (the function's Handler setting).

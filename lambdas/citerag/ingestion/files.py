@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 from typing import Literal
 from urllib.parse import unquote, urlparse
@@ -9,6 +11,7 @@ from urllib.parse import unquote, urlparse
 from pydantic import BaseModel
 
 from citerag.documents.loaders import SUPPORTED_SUFFIXES
+from citerag.errors import DocumentError
 
 Status = Literal["added", "unchanged", "replaced", "failed", "removed", "skipped"]
 
@@ -22,32 +25,70 @@ class IngestResult(BaseModel):
 
 
 def expand_paths(roots: list[Path]) -> tuple[list[Path], list[IngestResult]]:
-    """Files to ingest (folders walked, hidden entries skipped) and results for paths that cannot be."""
+    """Files to ingest and results for paths that cannot be. Folders are walked without following links out of
+    them (a link to ~/.aws/credentials inside a folder must not make it searchable); hidden entries are skipped;
+    only regular files are read (a FIFO would hang, /dev/zero never ends)."""
     files: list[Path] = []
     results: list[IngestResult] = []
     for root in roots:
         if root.is_dir():
-            try:
-                entries = sorted(p for p in root.rglob("*") if p.is_file())
-            except PermissionError:
-                results.append(
-                    IngestResult(source=str(root), status="failed", reason="cannot read folder: permission denied")
-                )
-                continue
-            for p in entries:
-                rel = p.relative_to(root)
-                if any(part.startswith(".") for part in rel.parts):
-                    continue
-                if p.suffix.lower() in SUPPORTED_SUFFIXES:
-                    files.append(p)
-                else:
-                    results.append(IngestResult(source=p.resolve().as_uri(), status="skipped",
-                                                reason=f"unsupported file type {p.suffix or '(no extension)'}"))
-        elif root.exists() or root.suffix:
-            files.append(root)
+            walked, problems = _walk(root)
+            files.extend(walked)
+            results.extend(problems)
+        elif root.exists() or root.is_symlink() or root.suffix:
+            files.append(root)  # named by the user: checked when it is read
         else:
             results.append(IngestResult(source=str(root), status="failed", reason="no such file or folder"))
     return files, results
+
+
+def _walk(root: Path) -> tuple[list[Path], list[IngestResult]]:
+    files: list[Path] = []
+    results: list[IngestResult] = []
+    top = root.resolve()
+    errors: list[OSError] = []
+    for folder, dirs, names in os.walk(root, onerror=errors.append):  # os.walk never descends into linked folders
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(names):
+            if name.startswith("."):
+                continue
+            p = Path(folder) / name
+            if p.is_symlink():
+                target = p.resolve()
+                if top not in target.parents:
+                    results.append(IngestResult(source=p.absolute().as_uri(), status="skipped",
+                                                reason="a link to a file outside the folder; not followed"))
+                    continue
+            if p.suffix.lower() not in SUPPORTED_SUFFIXES:
+                results.append(IngestResult(source=p.absolute().as_uri(), status="skipped",
+                                            reason=f"unsupported file type {p.suffix or '(no extension)'}"))
+                continue
+            files.append(p)
+    for exc in errors:
+        if isinstance(exc, PermissionError):
+            where = exc.filename or str(root)
+            results.append(IngestResult(source=str(where), status="failed",
+                                        reason="cannot read folder: permission denied"))
+    return files, results
+
+
+def read_regular_file(path: Path, max_bytes: int) -> bytes:
+    """The bytes of a regular file, at most max_bytes. Opened without blocking, so a FIFO or a device is refused
+    instead of hanging or reading forever; the size is checked on the open file, not on a name that may change."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise DocumentError("not a regular file (a device, pipe or socket); only files are ingested")
+        if info.st_size > max_bytes:
+            raise DocumentError(f"file is too large ({info.st_size:,} bytes; the limit is {max_bytes:,})")
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            data = fh.read(max_bytes + 1)
+    finally:
+        os.close(fd)
+    if len(data) > max_bytes:
+        raise DocumentError(f"file is too large (more than {max_bytes:,} bytes)")
+    return data
 
 
 def uri_to_path(uri: str) -> Path | None:

@@ -6,6 +6,7 @@ A failure in one document never touches the index and never stops the rest of a 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,8 +15,8 @@ from typing import Any
 from citerag.documents.chunking import chunk_document, parent_id_for
 from citerag.documents.loaders import kind_for, load_bytes
 from citerag.documents.model import LoadedDocument, content_hash_of, doc_id_for
-from citerag.errors import CiteragError, DependencyError, DocumentError
-from citerag.ingestion.files import IngestResult, expand_paths, uri_to_path
+from citerag.errors import CiteragError, DependencyError, DiskFullError, DocumentError
+from citerag.ingestion.files import IngestResult, expand_paths, read_regular_file, uri_to_path
 from citerag.search.ports import DocumentInfo, Embedder, Record, VectorIndex
 from citerag.search.sparse import CorpusStats, encode_document, term_counts
 
@@ -31,6 +32,7 @@ class Ingestor:
         overlap_chars: int = 120,
         max_file_bytes: int = 200 * 1024 * 1024,
         max_pages: int = 5000,
+        max_chunks: int = 20_000,
         extra_metadata: dict[str, Any] | None = None,
     ) -> None:
         self.embedder = embedder
@@ -40,6 +42,7 @@ class Ingestor:
         self.overlap_chars = overlap_chars
         self.max_file_bytes = max_file_bytes
         self.max_pages = max_pages
+        self.max_chunks = max_chunks
         self.extra_metadata = extra_metadata or {}
 
     # --- one document -------------------------------------------------------------------------------------
@@ -52,11 +55,15 @@ class Ingestor:
             if len(data) > self.max_file_bytes:
                 raise DocumentError(f"file is too large ({len(data):,} bytes; the limit is {self.max_file_bytes:,})")
             doc_id = doc_id_for(source_uri)
+            access = {**self.extra_metadata, **(metadata or {})}
+            version = version_of(data, access)
             existing = self.index.get_document(doc_id, self.namespace)
-            if existing and existing.content_hash == content_hash_of(data) and not force:
+            if existing and existing.content_hash == version and not force:
                 return IngestResult(source=source_uri, status="unchanged", chunks=existing.n_chunks)
             doc = load_bytes(data, source_uri, name, max_pages=self.max_pages)
-            n = self._index_document(doc, metadata or {})
+            n = self._index_document(doc.model_copy(update={"content_hash": version}), access)
+        except DiskFullError:
+            raise
         except CiteragError as exc:
             return IngestResult(source=source_uri, status="failed", reason=str(exc),
                                 transient=isinstance(exc, DependencyError))
@@ -70,10 +77,7 @@ class Ingestor:
                 raise DocumentError("no such file")
             if path.is_dir():
                 raise DocumentError("is a directory, not a file")
-            size = path.stat().st_size
-            if size > self.max_file_bytes:
-                raise DocumentError(f"file is too large ({size:,} bytes; the limit is {self.max_file_bytes:,})")
-            data = path.read_bytes()
+            data = read_regular_file(path, self.max_file_bytes)
         except PermissionError:
             return IngestResult(source=uri, status="failed", reason="cannot read: permission denied")
         except OSError as exc:
@@ -90,6 +94,9 @@ class Ingestor:
         chunks = chunk_document(doc, max_chars=self.chunk_chars, overlap_chars=self.overlap_chars)
         if not chunks:
             raise DocumentError("no text found in the file")
+        if len(chunks) > self.max_chunks:
+            raise DocumentError(f"the document makes {len(chunks):,} passages; the limit is {self.max_chunks:,} "
+                                "(CITERAG_MAX_CHUNKS_PER_DOCUMENT): split it into smaller files")
         texts = [passage_text(c.title, c.text) for c in chunks]
         vectors = self.embedder.embed_passages(texts)
         counts = [term_counts(t) for t in texts]
@@ -100,7 +107,7 @@ class Ingestor:
         stats = CorpusStats(n_docs=n_docs, total_len=total_len)  # document vectors only need the average length
         records = []
         for c, v, cnt in zip(chunks, vectors, counts, strict=True):
-            md = {**self.extra_metadata, **metadata, **c.metadata(), "ingested_at": _now()}
+            md = {**metadata, **c.metadata(), "ingested_at": _now()}
             records.append(
                 Record(id=c.id, values=v, sparse=encode_document(cnt, stats), metadata=md, length=sum(cnt.values()))
             )
@@ -126,8 +133,15 @@ class Ingestor:
         files, results = expand_paths(roots)
         if on_start:
             on_start(len(files))
-        for f in files:
-            r = self.ingest_path(f)
+        for n, f in enumerate(files):
+            try:
+                r = self.ingest_path(f)
+            except DiskFullError as exc:
+                # Every later file would fail the same way: stop, and say which were not attempted.
+                results.append(IngestResult(source=f.absolute().as_uri(), status="failed", reason=str(exc)))
+                results.extend(IngestResult(source=g.absolute().as_uri(), status="skipped",
+                                            reason="not attempted: the disk is full") for g in files[n + 1:])
+                return results
             results.append(r)
             if on_file:
                 on_file(r)
@@ -146,6 +160,15 @@ class Ingestor:
             if any(path == r or r in path.parents for r in resolved):
                 removed.append(self.remove(info.source_uri))
         return removed
+
+
+def version_of(data: bytes, access: dict[str, Any]) -> str:
+    """What decides "unchanged": the content and the access metadata (re-ingesting a file with another tenant must
+    replace it, or the old tenant would keep seeing it)."""
+    if not access:
+        return content_hash_of(data)
+    canonical = json.dumps(access, sort_keys=True, ensure_ascii=False, default=str)
+    return content_hash_of(content_hash_of(data).encode() + b"\0" + canonical.encode("utf-8"))
 
 
 def passage_text(title: str, text: str) -> str:

@@ -1,8 +1,9 @@
 """S3 event notifications (delivered through SQS) -> index or remove documents: the ingest Lambda's use case.
 
-A message that can never be processed (not an S3 notification, a corrupt or unsupported file) goes to the
-dead-letter sink at once with its reason, since retrying cannot fix it; a dependency failure (S3, Titan,
-Pinecone) raises TransientFailure so the queue redelivers it, and after its retries, dead-letters it.
+Failures are classified by type: a dependency failure (S3, Titan, Pinecone) raises so the queue redelivers the
+message (and, after its retries, dead-letters it); anything else (not an S3 notification, a corrupt or unsupported
+file, an unexpected error) goes to the dead-letter sink at once with its reason, since retrying cannot fix it.
+Each event reconciles the index with the object as it is now, so late and out-of-order events are harmless.
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from citerag.errors import DependencyError
 from citerag.ingestion.files import IngestResult
 from citerag.ingestion.ingestor import Ingestor
 from citerag.ingestion.ports import DeadLetterSink, ObjectGone, ObjectSource
-from citerag.ingestion.s3_events import PoisonMessage, parse_notification
+from citerag.ingestion.s3_events import ObjectEvent, PoisonMessage, parse_notification
 
 
 class TransientFailure(RuntimeError):
@@ -44,17 +46,12 @@ class NotificationIngest:
         results: list[IngestResult] = []
         dead: list[str] = []
         for ev in events:
-            if ev.action == "removed":
-                r = self.ingestor.remove(ev.uri)
-            else:
-                try:
-                    data, meta = self.objects.get(ev.bucket, ev.key)
-                except ObjectGone:
-                    # Created, then deleted before we got to it: the end state is "no document".
-                    r = self.ingestor.remove(ev.uri)
-                else:
-                    r = self.ingestor.ingest_bytes(data, ev.uri, posixpath.basename(ev.key),
-                                                   metadata=acl_metadata(meta))
+            try:
+                r = self._apply(ev)
+            except (TransientFailure, DependencyError):
+                raise
+            except Exception as exc:  # classified by type: anything but a dependency failure cannot heal by retrying
+                r = IngestResult(source=ev.uri, status="failed", reason=f"unexpected {type(exc).__name__}")
             if on_result:
                 on_result(r)
             if r.status == "failed":
@@ -65,6 +62,26 @@ class NotificationIngest:
                 dead.append(reason)
             results.append(r)
         return NotificationOutcome(results=results, dead_letter="; ".join(dead) or None)
+
+    def _apply(self, ev: ObjectEvent) -> IngestResult:
+        """Make the index match the object as it is now, whatever the event says: notifications arrive late and
+        out of order (a stale ObjectRemoved after a newer ObjectCreated must not delete a live document), so
+        both kinds read the current object and index it, or remove the document when it is gone."""
+        if ev.action == "created" and ev.size == 0:
+            return self._empty(ev)
+        try:
+            data, meta = self.objects.get(ev.bucket, ev.key)
+        except ObjectGone:
+            return self.ingestor.remove(ev.uri)
+        if not data:
+            return self._empty(ev)
+        return self.ingestor.ingest_bytes(data, ev.uri, posixpath.basename(ev.key), metadata=acl_metadata(meta))
+
+    def _empty(self, ev: ObjectEvent) -> IngestResult:
+        # An empty object holds no document: whatever was indexed under its key is gone; nothing to dead-letter.
+        removed = self.ingestor.remove(ev.uri)
+        return removed.model_copy(update={"status": "removed" if removed.chunks else "skipped",
+                                          "reason": "empty object: nothing to index"})
 
 
 def acl_metadata(meta: dict[str, str]) -> dict[str, Any]:

@@ -13,12 +13,15 @@ class PoisonMessage(ValueError):
     """A message that can never be processed; it goes to the DLQ with this reason."""
 
 
+MAX_RECORDS = 100
+
+
 class ObjectEvent(BaseModel):
     action: Literal["created", "removed"]
     bucket: str = Field(min_length=3, max_length=63)
     key: str = Field(min_length=1, max_length=1024)
-    size: int | None = None
-    sequencer: str | None = None
+    size: int | None = Field(None, ge=0)
+    sequencer: str | None = Field(None, max_length=64)
 
     @property
     def uri(self) -> str:
@@ -38,19 +41,28 @@ def parse_notification(body: str) -> list[ObjectEvent]:
     records = data.get("Records")
     if not isinstance(records, list):
         raise PoisonMessage("message is not an S3 event notification (no Records list)")
+    if len(records) > MAX_RECORDS:
+        raise PoisonMessage(f"message has {len(records)} records; S3 sends at most {MAX_RECORDS}")
     events = []
     for i, rec in enumerate(records):
         if not isinstance(rec, dict) or rec.get("eventSource") != "aws:s3":
             raise PoisonMessage(f"record {i} is not an S3 event")
-        name = str(rec.get("eventName", ""))
+        name = rec.get("eventName")
+        if not isinstance(name, str):
+            raise PoisonMessage(f"record {i}: eventName must be a string")
         if name.startswith("ObjectCreated:"):
             action = "created"
         elif name.startswith("ObjectRemoved:") or name.startswith("LifecycleExpiration:"):
             action = "removed"
         else:
             continue  # restores, replication, tagging...: nothing to index
-        s3 = rec.get("s3") or {}
-        obj = s3.get("object") or {}
+        s3 = rec.get("s3")
+        obj = s3.get("object") if isinstance(s3, dict) else None
+        if not isinstance(obj, dict):
+            raise PoisonMessage(f"record {i} has no object key")
+        bucket = s3.get("bucket")  # type: ignore[union-attr]
+        if not isinstance(bucket, dict):
+            raise PoisonMessage(f"record {i}: s3.bucket must be an object")
         raw_key = obj.get("key")
         if not isinstance(raw_key, str) or not raw_key:
             raise PoisonMessage(f"record {i} has no object key")
@@ -58,9 +70,14 @@ def parse_notification(body: str) -> list[ObjectEvent]:
             key = unquote_plus(raw_key, errors="strict")
         except UnicodeDecodeError:
             raise PoisonMessage(f"record {i} has an object key that is not valid URL-encoded UTF-8") from None
+        if key.endswith("/"):
+            continue  # a "folder" placeholder the console creates: no document
         try:
-            events.append(ObjectEvent(action=action, bucket=(s3.get("bucket") or {}).get("name", ""), key=key,
-                                      size=obj.get("size"), sequencer=obj.get("sequencer")))
+            # Strict: a number written as a string, or a key that is not text, is a malformed message, not a
+            # transient failure to retry.
+            events.append(ObjectEvent.model_validate(
+                {"action": action, "bucket": bucket.get("name"), "key": key, "size": obj.get("size"),
+                 "sequencer": obj.get("sequencer")}, strict=True))
         except ValidationError as exc:
             first = exc.errors()[0]
             raise PoisonMessage(f"record {i}: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None

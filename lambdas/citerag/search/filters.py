@@ -21,37 +21,62 @@ _RANGE = {"$gt", "$gte", "$lt", "$lte"}
 _MISSING = object()
 
 
-def validate(flt: Any, _path: str = "filter") -> Filter:
-    """Raise FilterSyntaxError with the exact location of the problem; return the filter unchanged."""
+# Bounds of the filter language, checked before any work: a filter from a model or a user never costs more than
+# a few hundred comparisons per record, and never recurses deeper than MAX_DEPTH.
+MAX_DEPTH = 8  # nesting of $and / $or
+MAX_CONDITIONS = 64  # field conditions in the whole filter
+MAX_VALUES = 100  # values in one $in / $nin list
+MAX_TEXT = 512  # characters of a field name or a string value
+
+
+def validate(flt: Any, _path: str = "filter", *, max_depth: int = MAX_DEPTH) -> Filter:
+    """Raise FilterSyntaxError with the exact location of the problem; return the filter unchanged.
+
+    Accepts exactly the filter language within the bounds above (depth, conditions, list and string sizes)."""
+    _validate(flt, _path, max_depth, [0])
+    return flt
+
+
+def _validate(flt: Any, _path: str, depth_left: int, conditions: list[int]) -> None:
     if not isinstance(flt, dict):
         raise FilterSyntaxError(f"{_path} must be an object, got {type(flt).__name__}")
     for key, cond in flt.items():
-        where = f"{_path}.{key}"
+        where = f"{_path}.{_short(key)}"
         if key in ("$and", "$or"):
             if not isinstance(cond, list) or not cond:
                 raise FilterSyntaxError(f"{where} must be a non-empty list of filters")
+            if depth_left <= 0:
+                raise FilterSyntaxError(f"{where}: filters may nest $and/$or at most {MAX_DEPTH} levels deep")
             for i, sub in enumerate(cond):
-                validate(sub, f"{where}[{i}]")
-        elif key.startswith("$"):
-            raise FilterSyntaxError(f"unknown operator {key} at {_path}; use $and or $or to combine fields")
+                _validate(sub, f"{where}[{i}]", depth_left - 1, conditions)
+            continue
+        conditions[0] += 1
+        if conditions[0] > MAX_CONDITIONS:
+            raise FilterSyntaxError(f"the filter has more than {MAX_CONDITIONS} conditions; simplify it")
+        if not isinstance(key, str) or len(key) > MAX_TEXT:
+            raise FilterSyntaxError(f"field name at {_path} is longer than {MAX_TEXT} characters")
+        if key.startswith("$"):
+            raise FilterSyntaxError(f"unknown operator {_short(key)} at {_path}; use $and or $or to combine fields")
         elif not key:
             raise FilterSyntaxError(f"empty field name in {_path}")
         elif isinstance(cond, dict):
             if not cond:
                 raise FilterSyntaxError(f"{where} has no operator")
             for op, val in cond.items():
-                _validate_op(op, val, f"{where}.{op}")
+                _validate_op(op, val, f"{where}.{_short(op)}")
         else:
             _validate_scalar(cond, where)
-    return flt
 
 
 def _validate_op(op: str, val: Any, where: str) -> None:
     if op not in _COMPARE:
-        raise FilterSyntaxError(f"unknown operator {op} at {where}; expected one of {', '.join(sorted(_COMPARE))}")
+        raise FilterSyntaxError(f"unknown operator {_short(op)} at {where}; "
+                                f"expected one of {', '.join(sorted(_COMPARE))}")
     if op in ("$in", "$nin"):
         if not isinstance(val, list):
             raise FilterSyntaxError(f"{where} needs a list of values")
+        if len(val) > MAX_VALUES:
+            raise FilterSyntaxError(f"{where} lists {len(val)} values; the limit is {MAX_VALUES}")
         for v in val:
             _validate_scalar(v, where)
     elif op == "$exists":
@@ -67,6 +92,15 @@ def _validate_op(op: str, val: Any, where: str) -> None:
 def _validate_scalar(val: Any, where: str) -> None:
     if val is None or not isinstance(val, (str, int, float, bool)):
         raise FilterSyntaxError(f"{where} needs a string, number or boolean, got {type(val).__name__}")
+    if isinstance(val, str) and len(val) > MAX_TEXT:
+        raise FilterSyntaxError(f"{where} is longer than {MAX_TEXT} characters")
+    if isinstance(val, float) and val != val:  # NaN matches nothing and compares as nothing: refuse it
+        raise FilterSyntaxError(f"{where} is not a number")
+
+
+def _short(name: Any) -> str:
+    text = str(name)
+    return text if len(text) <= 40 else text[:39] + "…"
 
 
 def matches(flt: Filter | None, metadata: dict[str, Any]) -> bool:
@@ -120,8 +154,14 @@ def _test(op: str, arg: Any, value: Any) -> bool:
 
 
 def combine(*filters: Filter | None) -> Filter | None:
-    """AND together filters; used so a caller-supplied filter can only narrow a mandatory one."""
-    parts = [f for f in filters if f]
+    """AND together filters; used so a caller-supplied filter can only narrow a mandatory one. A part that is
+    itself only an $and is spliced in, so combining never deepens the filter more than one level."""
+    parts: list[Filter] = []
+    for f in filters:
+        if f and set(f) == {"$and"} and isinstance(f["$and"], list):
+            parts.extend(f["$and"])
+        elif f:
+            parts.append(f)
     if not parts:
         return None
     if len(parts) == 1:

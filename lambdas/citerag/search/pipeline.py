@@ -3,6 +3,7 @@ grading, parent expansion. Same code path embedded and in the Lambda; only the a
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -21,6 +22,8 @@ from citerag.search.ports import Embedder, Match, Reranker, VectorIndex
 from citerag.search.query import Query, analyze
 from citerag.search.resilience import CircuitBreaker, CircuitOpenError
 from citerag.search.sparse import CorpusStats, encode_query, term_id, tokenize
+
+logger = logging.getLogger(__name__)
 
 
 class SearchConfig(BaseModel):
@@ -219,10 +222,17 @@ class SearchPipeline:
 
 
 def _reason(exc: BaseException) -> str:
-    """A short reason for logs and responses; never the exception's args, which may carry request data."""
+    """A short reason the model and the user may read: our own messages (already free of ARNs and secrets), or a
+    plain word for anything else, never an internal exception name or its args (they may carry request data).
+    The details go to the log."""
     if isinstance(exc, (CiteragError, CircuitOpenError)):
         return str(exc)
-    return type(exc).__name__
+    logger.warning("search dependency failed: %s", type(exc).__name__)
+    if isinstance(exc, TimeoutError):
+        return "timed out"
+    if isinstance(exc, (ConnectionError, OSError)):
+        return "could not be reached"
+    return "internal error"
 
 
 def _idf_terms(query: Query, stats: CorpusStats) -> dict[int, float]:

@@ -20,6 +20,14 @@ class CircuitOpenError(RuntimeError):
     """Raised instead of calling a dependency whose breaker is open."""
 
 
+def _caller_mistake(exc: BaseException) -> bool:
+    # A bad query or filter says nothing about the dependency's health; counting it would let one caller
+    # open the breaker for every session in the container.
+    from citerag.errors import FilterSyntaxError, QueryError
+
+    return isinstance(exc, (QueryError, FilterSyntaxError))
+
+
 class CircuitBreaker:
     def __init__(
         self, name: str, threshold: int = 5, cooldown_s: float = 30.0, clock: Callable[[], float] = time.monotonic
@@ -54,9 +62,11 @@ class CircuitBreaker:
                 self._trial_running = True
         try:
             result = fn()
-        except Exception:
+        except Exception as exc:
             with self._lock:
                 self._trial_running = False
+                if _caller_mistake(exc):
+                    raise
                 self._failures += 1
                 if self._failures >= self.threshold or self._opened_at is not None:
                     self._opened_at = self._clock()
