@@ -25,6 +25,8 @@ LAYER = {
     "components": 8,
     "testing": 8.5,  # doubles: imported only by tests, benches and the CLI (rule below)
     "handlers": 9,
+    "agentcore_app": 9,  # the AgentCore Runtime entry point (BedrockAgentCoreApp)
+    "mcp_server": 9,  # `citerag mcp`: the MCP server over the embedded index
     "bench": 10,
     "cli": 11,
 }

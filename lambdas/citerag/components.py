@@ -204,3 +204,59 @@ class Components:
         from citerag.adapters.extractive_model import ExtractiveClaudeModel
 
         return ExtractiveClaudeModel()
+
+    # --- AgentCore ----------------------------------------------------------------------------------------------
+
+    @cached_property
+    def agent_model(self):
+        """The Strands model of the AgentCore agent: Bedrock Converse through Strands' BedrockModel, with the guardrail
+        in every request, when a model id is set and the process has AWS credentials (the deployed runtime always
+        has them: CITERAG_AGENTCORE_MODEL=bedrock); otherwise the offline model."""
+        s = self.settings
+        native = s.agentcore_citations == "native"
+        creds = os.environ.get("AWS_ACCESS_KEY_ID") or os.environ.get("AWS_PROFILE")
+        if s.chat_model_id and (s.agentcore_model == "bedrock" or (s.agentcore_model == "auto" and creds)):
+            from botocore.config import Config
+
+            from citerag.adapters.bedrock_citations import SearchResultBedrockModel, supports_native_citations
+
+            if native and not supports_native_citations(s.chat_model_id):
+                raise CiteragError(f"{s.chat_model_id} cannot cite search results natively; use "
+                                   "CITERAG_AGENTCORE_CITATIONS=protocol or a model the Converse SearchResultBlock "
+                                   "documentation lists")
+            config: dict = {"model_id": s.chat_model_id, "max_tokens": 2048, "temperature": 0.0,
+                            "boto_client_config": Config(retries={"mode": "adaptive", "max_attempts": 4},
+                                                         connect_timeout=2, read_timeout=120)}
+            if s.guardrail_id:
+                config.update(guardrail_id=s.guardrail_id, guardrail_version=s.guardrail_version or "DRAFT",
+                              guardrail_trace="enabled")
+            if native:
+                return SearchResultBedrockModel(**config)
+            from strands.models.bedrock import BedrockModel
+
+            return BedrockModel(**config)
+        from citerag.adapters.strands_offline import OfflineAgentModel
+
+        return OfflineAgentModel(native=native)
+
+    @cached_property
+    def session_history(self):
+        """AgentCore Memory short-term events when a memory id is configured; else a process-local store."""
+        from citerag.adapters.agentcore_memory import LocalHistory, MemoryHistory
+
+        if self.settings.agentcore_memory_id:
+            return MemoryHistory(self.aws_client("bedrock-agentcore"), self.settings.agentcore_memory_id)
+        return LocalHistory()
+
+    def agentcore_agent(self, model=None):
+        """The AgentCore agent over this container's search tool, history and keys (one per process)."""
+        from citerag.citations.pii import PiiMasker
+        from citerag.runtimes.agentcore.agent import AgentConfig, CiteragAgent
+
+        s = self.settings
+        config = AgentConfig(max_reprompts=s.agentcore_max_reprompts, min_support=s.agentcore_min_support,
+                             native_citations=s.agentcore_citations == "native",
+                             preprocessing_fail_closed=s.preprocessing_fail_closed,
+                             history_turns=s.agentcore_history_turns)
+        return CiteragAgent(model or self.agent_model, self.search_tool(), self.source_id_keys, self.session_history,
+                            PiiMasker(allow=s.pii_allow, extra=s.pii_extra), config)

@@ -98,6 +98,25 @@ class Settings(BaseSettings):
     # `citerag invoke ingest`: a local folder standing in for the documents bucket
     local_bucket_dir: Path | None = None
 
+    # AgentCore runtime agent and Gateway target (README, "AgentCore").
+    # Where the access filter comes from: "payload" = the `access` field an IAM-authenticated backend sets; "jwt" =
+    # the claims of the bearer token the runtime's JWT authorizer validated (the payload field is then ignored).
+    agentcore_access: Literal["payload", "jwt"] = "payload"
+    agentcore_tenant_claim: str = "custom:tenant"
+    agentcore_groups_claim: str = "cognito:groups"
+    agentcore_memory_id: str | None = Field(None, description="AgentCore Memory for session history; unset: in-process")
+    agentcore_history_turns: int = Field(5, ge=0, le=50)
+    agentcore_max_reprompts: int = Field(2, ge=0, le=5)
+    agentcore_min_support: float = Field(0.5, ge=0.0, le=1.0)
+    agentcore_citations: Literal["protocol", "native"] = "protocol"
+    # auto: Bedrock when chat_model_id is set and AWS credentials are in the environment, else the offline model
+    agentcore_model: Literal["auto", "bedrock", "offline"] = "auto"
+    guardrail_id: str | None = None
+    guardrail_version: str | None = None
+    # Gateway target: "interceptor" = trust the access field the gateway's REQUEST interceptor writes from the JWT
+    # (it overwrites whatever the model sent); "none" = ignore it, documents without a tenant only.
+    gateway_access: Literal["none", "interceptor"] = "none"
+
     @field_validator("pii_allow", mode="before")
     @classmethod
     def _comma_separated(cls, value):

@@ -34,3 +34,15 @@ PARAMETERS: dict[str, dict[str, Any]] = {
         "description": "How many passages to return, 1 to 20 (default 5).",
     },
 }
+
+
+def input_schema() -> dict[str, Any]:
+    """The parameters as JSON Schema, within the subset every consumer accepts: AgentCore Gateway's inline
+    `SchemaDefinition` has only type, properties, required, items and description (botocore
+    bedrock-agentcore-control 2023-06-05), so bounds (top_k 1..20, filter size) are checked by the search tool,
+    never by the schema. Used by the Strands tool, the Gateway target and the MCP server."""
+    return {
+        "type": "object",
+        "properties": {name: {"type": p["type"], "description": p["description"]} for name, p in PARAMETERS.items()},
+        "required": [name for name, p in PARAMETERS.items() if p.get("required")],
+    }

@@ -1,0 +1,74 @@
+"""Where the access filter's input comes from on AgentCore: what the caller authenticated, as the session-attribute
+map the search tool reads (`tenant`, `groups`), never a model-written tool argument.
+
+Two sources, chosen by the deployment, never by the request:
+- `jwt`: the claims of the bearer token the service already validated (a runtime with a customJWTAuthorizer forwards
+  `Authorization` to the agent; a Gateway REQUEST interceptor receives it with passRequestHeaders). The token is
+  decoded, not re-verified: verification is the service's job and the agent holds no JWKS.
+- `payload`: a field the calling backend sets on an IAM-authenticated invocation (the backend is the trusted caller,
+  exactly like sessionAttributes on Classic).
+Whatever reaches here is bounded; ids are validated by `search_tool.access_filter`, which fails closed.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from typing import Any
+
+MAX_TOKEN_CHARS = 16_384  # AgentCore forwards allowlisted headers up to 4 KB; a JWT is far smaller
+MAX_GROUPS = 50
+
+
+class AccessError(ValueError):
+    """The authenticated data is unusable (not a JWT, not an object): the request is refused, not widened."""
+
+
+def bearer_claims(authorization: str | None) -> dict[str, Any]:
+    """The claims of `Bearer <JWT>`; AccessError when the header is missing or is not a JWT."""
+    if not isinstance(authorization, str) or not authorization.strip():
+        raise AccessError("the request carries no bearer token")
+    if len(authorization) > MAX_TOKEN_CHARS:
+        raise AccessError("the bearer token is too long")
+    scheme, _, token = authorization.strip().partition(" ")
+    if scheme.lower() != "bearer" or token.count(".") != 2:
+        raise AccessError("the Authorization header is not a bearer JWT")
+    body = token.split(".")[1]
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+    except (binascii.Error, ValueError, UnicodeDecodeError, RecursionError):
+        raise AccessError("the bearer token's claims are not readable") from None
+    if not isinstance(claims, dict):
+        raise AccessError("the bearer token's claims are not an object")
+    return claims
+
+
+def from_claims(claims: dict[str, Any], tenant_claim: str, groups_claim: str) -> dict[str, str]:
+    """{"tenant", "groups"} from JWT claims: groups may be a list (Cognito `cognito:groups`) or a space or comma
+    separated string (OAuth `scope`-style)."""
+    out: dict[str, str] = {}
+    tenant = claims.get(tenant_claim)
+    if tenant is not None:
+        out["tenant"] = tenant if isinstance(tenant, str) else json.dumps(tenant)
+    groups = claims.get(groups_claim)
+    if isinstance(groups, str):
+        groups = groups.replace(",", " ").split()
+    if groups is not None:
+        out["groups"] = json.dumps(groups[:MAX_GROUPS + 1] if isinstance(groups, list) else groups)
+    return out
+
+
+def from_payload(value: Any) -> dict[str, str]:
+    """{"tenant", "groups"} from the backend-set payload field ({"tenant": "acme", "groups": ["eng"]})."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise AccessError("'access' must be an object such as {\"tenant\": \"acme\", \"groups\": [\"eng\"]}")
+    out: dict[str, str] = {}
+    for key in ("tenant", "groups"):
+        v = value.get(key)
+        if v is None:
+            continue
+        out[key] = v if isinstance(v, str) else json.dumps(v[:MAX_GROUPS + 1] if isinstance(v, list) else v)
+    return out

@@ -1,0 +1,134 @@
+"""The AgentCore runtime's wire contract: the invocation payload it accepts and the events it streams (one JSON object
+per SSE `data:` frame, or the final one alone as the JSON response), and the Answer a client rebuilds from them.
+
+Events are built from a whitelist of fields: raw Strands events carry the invocation state (the caller's access
+data) and internals, so none is ever forwarded.
+
+  {"type": "session", "session_id"}
+  {"type": "step", "kind": "classification" | "search" | "reprompt" | "guardrail" | "grading" | "history", ...}
+  {"type": "delta", "text"}                               verified, masked answer text, part by part
+  {"type": "answer", "text", "answered", "citations": [{"span": {"start", "end"}, "text",
+                     "sources": [{"source_id", "uri", "title", "page", "excerpt"}]}], "session_id", "grades"}
+  {"type": "error", "code", "message"}                    instead of "answer" when the turn could not finish
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from citerag.citations.answer import Answer, Citation
+from citerag.errors import CiteragError, DependencyError
+from citerag.search.passage import Passage
+
+MAX_PROMPT_CHARS = 4_000
+MAX_PAYLOAD_BYTES = 64_000  # generous for a question and an access object; the service allows 100 MB
+
+
+class Invocation(BaseModel):
+    """The payload of InvokeAgentRuntime (the body the runtime receives, unchanged)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    prompt: str = Field(min_length=1, max_length=MAX_PROMPT_CHARS)
+    # Trusted only when the deployment reads access from the payload (an IAM-authenticated backend sets it).
+    access: dict[str, Any] | None = None
+    stream: bool = True
+
+
+class BadInvocation(CiteragError):
+    """The payload cannot be served: the message says what to fix (HTTP 400)."""
+
+
+def parse_invocation(payload: Any) -> Invocation:
+    if not isinstance(payload, dict):
+        raise BadInvocation("the payload must be a JSON object such as {\"prompt\": \"your question\"}")
+    try:
+        inv = Invocation.model_validate(payload)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "payload"
+        kind = err["type"]
+        if kind == "extra_forbidden":
+            raise BadInvocation(f"unknown field {where!r}; the payload takes prompt, access and stream") from None
+        if kind == "missing":
+            raise BadInvocation(f"the payload has no {where!r}; send {{\"prompt\": \"your question\"}}") from None
+        if kind == "string_too_long":
+            raise BadInvocation(f"{where!r} is longer than {MAX_PROMPT_CHARS:,} characters") from None
+        if kind == "string_too_short":
+            raise BadInvocation(f"{where!r} is empty") from None
+        raise BadInvocation(f"{where!r} is not valid: {err['msg']}") from None
+    if not inv.prompt.strip():
+        raise BadInvocation("'prompt' is blank")
+    return inv
+
+
+def session_event(session_id: str) -> dict[str, Any]:
+    return {"type": "session", "session_id": session_id}
+
+
+def step(kind: str, **fields: Any) -> dict[str, Any]:
+    return {"type": "step", "kind": kind, **fields}
+
+
+ErrorCode = Literal["bad_request", "denied", "model_unavailable", "search_unavailable", "history", "internal"]
+
+
+def error_event(code: ErrorCode, message: str) -> dict[str, Any]:
+    return {"type": "error", "code": code, "message": message}
+
+
+def source_wire(p: Passage) -> dict[str, Any]:
+    return {"source_id": p.source_id, "uri": p.uri, "title": p.title, "page": p.page, "excerpt": p.excerpt}
+
+
+def answer_event(answer: Answer, session_id: str, grades: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"type": "answer", "text": answer.text, "answered": answer.answered, "session_id": session_id,
+            "citations": [{"span": {"start": c.start, "end": c.end}, "text": c.text,
+                           "sources": [source_wire(s) for s in c.sources]} for c in answer.citations],
+            "grades": grades or {}}
+
+
+def answer_from_events(events: Iterable[dict[str, Any]]) -> Answer:
+    """The Answer a client shows, from the runtime's events (streamed or the single JSON response). An error event
+    becomes the error it describes; a stream that ends without an answer was cut."""
+    steps: list[dict[str, Any]] = []
+    for ev in events:
+        if not isinstance(ev, dict):
+            continue
+        if ev.get("type") == "error":
+            message = str(ev.get("message") or "the agent failed")
+            raise (DependencyError if ev.get("code") in ("model_unavailable", "search_unavailable", "history")
+                   else CiteragError)(message)
+        if ev.get("type") == "step":
+            steps.append(ev)
+        if ev.get("type") == "answer":
+            return _answer(ev, steps)
+        if "error" in ev and "type" not in ev:  # the SDK's own frame when a handler raises mid-stream
+            raise DependencyError("the agent runtime failed while streaming; try again")
+    raise DependencyError("the response ended before the answer arrived; try again")
+
+
+def _answer(ev: dict[str, Any], steps: list[dict[str, Any]]) -> Answer:
+    text = str(ev.get("text", ""))
+    citations: list[Citation] = []
+    sources: dict[str, Passage] = {}
+    for c in ev.get("citations") or []:
+        span = c.get("span") or {}
+        srcs = []
+        for s in c.get("sources") or []:
+            sid = str(s.get("source_id") or "")
+            page = s.get("page")
+            p = sources.get(sid) or Passage(source_id=sid, text=str(s.get("excerpt", "")), uri=str(s.get("uri", "")),
+                                            title=str(s.get("title", "")),
+                                            page=page if isinstance(page, int) and not isinstance(page, bool) else None,
+                                            excerpt=str(s.get("excerpt", "")))
+            sources.setdefault(sid, p)
+            srcs.append(p)
+        start, end = span.get("start"), span.get("end")
+        if isinstance(start, int) and isinstance(end, int) and 0 <= start <= end <= len(text) and srcs:
+            citations.append(Citation(text=text[start:end], start=start, end=end, sources=srcs))
+    return Answer(text=text, citations=citations, sources=list(sources.values()),
+                  answered=bool(ev.get("answered")) and bool(citations), trace=steps)
