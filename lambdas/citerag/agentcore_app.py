@@ -11,6 +11,7 @@ passed through with its status; an exception would become a 500 with its message
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -37,7 +38,7 @@ def build(components) -> Handler:
     async def handle(payload: Any, context: Any) -> Any:
         try:
             inv = parse_invocation(payload)
-            question = " ".join(inv.prompt.split())
+            question = inv.prompt
             analyze(question)  # the one query validation (length, content)
         except (BadInvocation, QueryError) as exc:
             return JSONResponse(error_event("bad_request", str(exc)), status_code=400)
@@ -83,6 +84,40 @@ async def _guarded(events: AsyncIterator[dict[str, Any]]) -> AsyncIterator[dict[
     except Exception:
         logger.exception("agent turn failed")
         yield error_event("internal", "the agent failed unexpectedly; try again")
+
+
+class InProcessRuntime:
+    """`citerag ask --agent agentcore-local` and the benches: the runtime's own handler (payload validation, access,
+    the agent's turn) called in-process with the SDK's RequestContext, as the app would call it."""
+
+    def __init__(self, components) -> None:
+        self._handle = build(components)
+
+    def invoke(self, payload: Any, *, session_id: str | None = None,
+               headers: dict[str, str] | None = None) -> list[dict[str, Any]]:
+        import asyncio
+
+        from bedrock_agentcore.runtime.context import RequestContext
+
+        context = RequestContext(session_id=session_id, request_headers=headers or None)
+
+        async def run() -> list[dict[str, Any]]:
+            result = await self._handle(payload, context)
+            if isinstance(result, JSONResponse):
+                return [json.loads(bytes(result.body))]
+            return [e async for e in result]
+
+        return asyncio.run(run())
+
+    def ask(self, question: str, *, session_id: str | None = None, access: dict[str, Any] | None = None):
+        """(Answer, events) for one question, as a client of the runtime would get them."""
+        from citerag.runtimes.agentcore.events import answer_from_events
+
+        payload: dict[str, Any] = {"prompt": question}
+        if access:
+            payload["access"] = access
+        events = self.invoke(payload, session_id=session_id)
+        return answer_from_events(events), events
 
 
 def create_app(components=None) -> BedrockAgentCoreApp:

@@ -21,7 +21,8 @@ _ACCOUNT = re.compile(r"(?<!\d)\d{12}(?!\d)")
 
 
 @lru_cache(maxsize=16)
-def client(service: str, connect_timeout: float = 2.0, read_timeout: float = 10.0, max_attempts: int = 4) -> Any:
+def client(service: str, connect_timeout: float = 2.0, read_timeout: float = 10.0, max_attempts: int = 4,
+           region: str | None = None) -> Any:
     import boto3
     from botocore.config import Config
 
@@ -32,7 +33,7 @@ def client(service: str, connect_timeout: float = 2.0, read_timeout: float = 10.
         read_timeout=read_timeout,
         user_agent_extra="citerag",
     )
-    return boto3.session.Session().client(service, config=cfg, region_name=os.environ.get("AWS_REGION"))
+    return boto3.session.Session().client(service, config=cfg, region_name=region or os.environ.get("AWS_REGION"))
 
 
 def error_code(exc: BaseException) -> str:

@@ -50,12 +50,12 @@ def from_claims(claims: dict[str, Any], tenant_claim: str, groups_claim: str) ->
     out: dict[str, str] = {}
     tenant = claims.get(tenant_claim)
     if tenant is not None:
-        out["tenant"] = tenant if isinstance(tenant, str) else json.dumps(tenant)
+        out["tenant"] = _string_id(tenant, f"the token's {tenant_claim!r} claim")
     groups = claims.get(groups_claim)
     if isinstance(groups, str):
         groups = groups.replace(",", " ").split()
     if groups is not None:
-        out["groups"] = json.dumps(groups[:MAX_GROUPS + 1] if isinstance(groups, list) else groups)
+        out["groups"] = _group_list(groups, f"the token's {groups_claim!r} claim")
     return out
 
 
@@ -66,9 +66,22 @@ def from_payload(value: Any) -> dict[str, str]:
     if not isinstance(value, dict):
         raise AccessError("'access' must be an object such as {\"tenant\": \"acme\", \"groups\": [\"eng\"]}")
     out: dict[str, str] = {}
-    for key in ("tenant", "groups"):
-        v = value.get(key)
-        if v is None:
-            continue
-        out[key] = v if isinstance(v, str) else json.dumps(v[:MAX_GROUPS + 1] if isinstance(v, list) else v)
+    if value.get("tenant") is not None:
+        out["tenant"] = _string_id(value["tenant"], "'access.tenant'")
+    groups = value.get("groups")
+    if groups is not None:
+        out["groups"] = groups if isinstance(groups, str) else _group_list(groups, "'access.groups'")
     return out
+
+
+def _group_list(value: Any, what: str) -> str:
+    if not isinstance(value, list):
+        raise AccessError(f"{what} must be a list of string ids")
+    return json.dumps(value[:MAX_GROUPS + 1])
+
+
+def _string_id(value: Any, what: str) -> str:
+    # A number or list where an id belongs is a caller's bug: refused, never turned into some other tenant's id.
+    if not isinstance(value, str):
+        raise AccessError(f"{what} must be a string id")
+    return value

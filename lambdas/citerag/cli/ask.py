@@ -29,9 +29,18 @@ from citerag.errors import CiteragError
 @app.command()
 def ask(
     question: Annotated[str, typer.Argument(help="your question")],
-    agent: Annotated[str, typer.Option("--agent", help="local (default), AGENT_ID:ALIAS_ID of a deployed agent, "
+    agent: Annotated[str, typer.Option("--agent", help="local (default), agentcore-local (the AgentCore runtime "
+                                                        "app in-process), AGENT_ID:ALIAS_ID of a deployed agent, "
                                                         "or none (search + extractive answer, no agent steps)")]
     = "local",
+    runtime: Annotated[str | None, typer.Option("--runtime", help="RUNTIME_ARN of a deployed AgentCore runtime "
+                                                                  "(InvokeAgentRuntime)")] = None,
+    bearer_token: Annotated[str | None, typer.Option("--bearer-token", envvar="CITERAG_BEARER_TOKEN",
+                                                     help="with --runtime: call a JWT-protected runtime over HTTPS")]
+    = None,
+    session_id: Annotated[str | None, typer.Option("--session-id", help="with --runtime or agentcore-local: continue "
+                                                                        "this session (33 to 256 characters)")]
+    = None,
     filter_: Annotated[list[str] | None, typer.Option("--filter", help="key=value, key>=n or JSON (--agent none)")]
     = None,
     trace: Annotated[bool, typer.Option("--trace", help="print each agent step")] = False,
@@ -48,9 +57,28 @@ def ask(
     with errors(as_json):
         analyze(question)
         flt = parse_cli(filter_ or [])
-        attrs = {k: str(v) for k, v in parse_meta(session or []).items()}
+        meta = parse_meta(session or [])
+        attrs = {k: str(v) for k, v in meta.items()}
         events: list[dict] = []
-        if agent == "none":
+        if runtime:
+            from citerag.runtimes.agentcore.client import RuntimeClient, parse_arn
+
+            if flt:
+                raise CiteragError("--filter works with --agent none; a runtime's access comes from --session-attr")
+            region = parse_arn(runtime)
+            rc = RuntimeClient(None if bearer_token else _agentcore_client(region))
+            answer = (rc.ask_with_token(question, runtime, bearer_token, session_id=session_id) if bearer_token
+                      else rc.ask(question, runtime, session_id=session_id, access=_access(meta)))
+            events = rc.last_events
+        elif agent == "agentcore-local":
+            from citerag.agentcore_app import InProcessRuntime
+
+            if flt:
+                raise CiteragError("--filter works with --agent none; the agent's access comes from --session-attr")
+            comps = components(index, namespace)
+            ensure_samples(comps, quiet=as_json)
+            answer, events = InProcessRuntime(comps).ask(question, session_id=session_id, access=_access(meta))
+        elif agent == "none":
             from citerag.runtimes.embedded import EmbeddedAnswerer
 
             comps = components(index, namespace)
@@ -80,16 +108,32 @@ def ask(
         if save_trace:
             from citerag.traces.tracefile import save
 
-            save(save_trace, question=question, agent=agent, events=events)
+            save(save_trace, question=question, agent=runtime or agent, events=events)
         if as_json:
             print(json.dumps({"answer": answer.text, "answered": answer.answered,
                               "citations": answer.flat_citations()}, ensure_ascii=False))
             return
         _print_answer(answer)
         if trace:
+            from citerag.traces.agentcore import steps_from_runtime_events
             from citerag.traces.steps import steps_from_events
 
-            _print_steps(steps_from_events(events))
+            _print_steps(steps_from_runtime_events(events) if runtime or agent == "agentcore-local"
+                         else steps_from_events(events))
+
+
+def _access(meta: dict) -> dict | None:
+    """--session-attr tenant=acme --session-attr groups=a,b as the AgentCore payload's access field."""
+    out = {k: v for k, v in meta.items() if k in ("tenant", "groups")}
+    if isinstance(out.get("groups"), str):
+        out["groups"] = [out["groups"]]
+    return out or None
+
+
+def _agentcore_client(region: str):
+    from citerag.adapters import aws
+
+    return aws.client("bedrock-agentcore", read_timeout=900, region=region)
 
 
 def _print_answer(answer) -> None:

@@ -98,10 +98,15 @@ class CiteragAgent:
         with _tracer.start_as_current_span("citerag.turn", attributes={
                 "session.id": req.session_id, "citerag.question": req.question[:2000]}) as span:
             final: dict[str, Any] | None = None
+            steps: list[dict[str, Any]] = []
             async for event in self._turn(req):
                 if event.get("type") in ("answer", "error"):
                     final = event
+                elif event.get("type") == "step":
+                    steps.append(event)
                 yield event
+            # What `citerag trace` reads back from aws/spans: the steps and the final event (masked answer text).
+            span.set_attribute("citerag.steps", json.dumps(steps, ensure_ascii=False)[:32_000])
             if final is not None:
                 span.set_attribute("citerag.result", json.dumps(final, ensure_ascii=False)[:32_000])
 

@@ -14,23 +14,25 @@ data) and internals, so none is ever forwarded.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from citerag.citations.answer import Answer, Citation
+from citerag.citations.answer import Answer
+from citerag.citations.answer_wire import from_wire, to_wire
 from citerag.errors import CiteragError, DependencyError
-from citerag.search.passage import Passage
 
 MAX_PROMPT_CHARS = 4_000
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffd]")
 MAX_PAYLOAD_BYTES = 64_000  # generous for a question and an access object; the service allows 100 MB
 
 
 class Invocation(BaseModel):
     """The payload of InvokeAgentRuntime (the body the runtime receives, unchanged)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     prompt: str = Field(min_length=1, max_length=MAX_PROMPT_CHARS)
     # Trusted only when the deployment reads access from the payload (an IAM-authenticated backend sets it).
@@ -45,14 +47,15 @@ class BadInvocation(CiteragError):
 def parse_invocation(payload: Any) -> Invocation:
     if not isinstance(payload, dict):
         raise BadInvocation("the payload must be a JSON object such as {\"prompt\": \"your question\"}")
+    unknown = sorted(str(k) for k in payload if k not in Invocation.model_fields)
+    if unknown:
+        raise BadInvocation(f"unknown field {unknown[0][:64]!r}; the payload takes prompt, access and stream")
     try:
         inv = Invocation.model_validate(payload)
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"]) or "payload"
         kind = err["type"]
-        if kind == "extra_forbidden":
-            raise BadInvocation(f"unknown field {where!r}; the payload takes prompt, access and stream") from None
         if kind == "missing":
             raise BadInvocation(f"the payload has no {where!r}; send {{\"prompt\": \"your question\"}}") from None
         if kind == "string_too_long":
@@ -62,7 +65,10 @@ def parse_invocation(payload: Any) -> Invocation:
         raise BadInvocation(f"{where!r} is not valid: {err['msg']}") from None
     if not inv.prompt.strip():
         raise BadInvocation("'prompt' is blank")
-    return inv
+    question = " ".join(_CONTROL.sub(" ", inv.prompt).split())
+    if not question:
+        raise BadInvocation("'prompt' has no text, only control characters")
+    return inv.model_copy(update={"prompt": question})
 
 
 def session_event(session_id: str) -> dict[str, Any]:
@@ -80,15 +86,8 @@ def error_event(code: ErrorCode, message: str) -> dict[str, Any]:
     return {"type": "error", "code": code, "message": message}
 
 
-def source_wire(p: Passage) -> dict[str, Any]:
-    return {"source_id": p.source_id, "uri": p.uri, "title": p.title, "page": p.page, "excerpt": p.excerpt}
-
-
 def answer_event(answer: Answer, session_id: str, grades: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {"type": "answer", "text": answer.text, "answered": answer.answered, "session_id": session_id,
-            "citations": [{"span": {"start": c.start, "end": c.end}, "text": c.text,
-                           "sources": [source_wire(s) for s in c.sources]} for c in answer.citations],
-            "grades": grades or {}}
+    return {"type": "answer", **to_wire(answer), "session_id": session_id, "grades": grades or {}}
 
 
 def answer_from_events(events: Iterable[dict[str, Any]]) -> Answer:
@@ -105,30 +104,7 @@ def answer_from_events(events: Iterable[dict[str, Any]]) -> Answer:
         if ev.get("type") == "step":
             steps.append(ev)
         if ev.get("type") == "answer":
-            return _answer(ev, steps)
+            return from_wire(ev, steps)
         if "error" in ev and "type" not in ev:  # the SDK's own frame when a handler raises mid-stream
             raise DependencyError("the agent runtime failed while streaming; try again")
     raise DependencyError("the response ended before the answer arrived; try again")
-
-
-def _answer(ev: dict[str, Any], steps: list[dict[str, Any]]) -> Answer:
-    text = str(ev.get("text", ""))
-    citations: list[Citation] = []
-    sources: dict[str, Passage] = {}
-    for c in ev.get("citations") or []:
-        span = c.get("span") or {}
-        srcs = []
-        for s in c.get("sources") or []:
-            sid = str(s.get("source_id") or "")
-            page = s.get("page")
-            p = sources.get(sid) or Passage(source_id=sid, text=str(s.get("excerpt", "")), uri=str(s.get("uri", "")),
-                                            title=str(s.get("title", "")),
-                                            page=page if isinstance(page, int) and not isinstance(page, bool) else None,
-                                            excerpt=str(s.get("excerpt", "")))
-            sources.setdefault(sid, p)
-            srcs.append(p)
-        start, end = span.get("start"), span.get("end")
-        if isinstance(start, int) and isinstance(end, int) and 0 <= start <= end <= len(text) and srcs:
-            citations.append(Citation(text=text[start:end], start=start, end=end, sources=srcs))
-    return Answer(text=text, citations=citations, sources=list(sources.values()),
-                  answered=bool(ev.get("answered")) and bool(citations), trace=steps)

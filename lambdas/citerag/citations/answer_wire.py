@@ -1,0 +1,47 @@
+"""The Answer as JSON on the wire (the AgentCore runtime's final event, span attributes, saved traces) and back:
+{text, answered, citations: [{span: {start, end}, text, sources: [{source_id, uri, title, page, excerpt}]}]}."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from citerag.citations.answer import Answer, Citation
+from citerag.search.passage import Passage
+
+
+def source_wire(p: Passage) -> dict[str, Any]:
+    return {"source_id": p.source_id, "uri": p.uri, "title": p.title, "page": p.page, "excerpt": p.excerpt}
+
+
+def to_wire(answer: Answer) -> dict[str, Any]:
+    return {"text": answer.text, "answered": answer.answered,
+            "citations": [{"span": {"start": c.start, "end": c.end}, "text": c.text,
+                           "sources": [source_wire(s) for s in c.sources]} for c in answer.citations]}
+
+
+def from_wire(data: dict[str, Any], trace: list[dict[str, Any]] | None = None) -> Answer:
+    """An Answer from its wire form, read defensively: spans outside the text and sources without ids are dropped."""
+    text = str(data.get("text", ""))
+    citations: list[Citation] = []
+    sources: dict[str, Passage] = {}
+    for c in data.get("citations") or []:
+        if not isinstance(c, dict):
+            continue
+        span = c.get("span") or {}
+        srcs = []
+        for s in c.get("sources") or []:
+            if not isinstance(s, dict) or not s.get("source_id"):
+                continue
+            sid = str(s["source_id"])
+            page = s.get("page")
+            p = sources.get(sid) or Passage(source_id=sid, text=str(s.get("excerpt", "")), uri=str(s.get("uri", "")),
+                                            title=str(s.get("title", "")),
+                                            page=page if isinstance(page, int) and not isinstance(page, bool) else None,
+                                            excerpt=str(s.get("excerpt", "")))
+            sources.setdefault(sid, p)
+            srcs.append(p)
+        start, end = span.get("start"), span.get("end")
+        if isinstance(start, int) and isinstance(end, int) and 0 <= start <= end <= len(text) and srcs:
+            citations.append(Citation(text=text[start:end], start=start, end=end, sources=srcs))
+    return Answer(text=text, citations=citations, sources=list(sources.values()),
+                  answered=bool(data.get("answered")) and bool(citations), trace=trace or [])
