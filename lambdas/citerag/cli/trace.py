@@ -1,4 +1,5 @@
-"""`citerag trace`: agent turns step by step, from a saved trace or from model-invocation logs."""
+"""`citerag trace`: agent turns step by step, from a saved trace, model-invocation logs, or AgentCore OpenTelemetry
+spans (the aws/spans log group or an OTLP/JSON export)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ def trace(
     with_lambda_logs: Annotated[list[str] | None, typer.Option(
         "--with-lambda-logs", help="Lambda log group(s) whose Powertools lines go under the steps that caused them")]
     = None,
+    spans: Annotated[bool, typer.Option("--spans", help="with --log-group: the group holds AgentCore OpenTelemetry "
+                                                        "spans (aws/spans), not model-invocation logs")] = False,
     prompts: Annotated[bool, typer.Option("--prompts", help="show full prompts and raw model output")] = False,
     html_out: Annotated[Path | None, typer.Option("--html", help="write a self-contained HTML page")] = None,
     as_json: JsonOpt = False,
@@ -29,6 +32,7 @@ def trace(
     """Reconstruct agent turns step by step from a saved trace or from model-invocation logs."""
     import time as _time
 
+    from citerag.traces import agentcore as ac
     from citerag.traces import invocation_logs as il
     from citerag.traces import report as tr
     from citerag.traces.tracefile import load
@@ -38,7 +42,11 @@ def trace(
         skipped = 0
         if (source is None) == (log_group is None):
             raise CiteragError("give either a trace file or --log-group NAME")
-        if log_group:
+        turns = None
+        if log_group and (spans or log_group == "aws/spans"):
+            found, skipped = ac.read_spans_log_group(logs_client(), log_group, il.parse_since(since), session)
+            events, turns = found, ac.turns_from_spans(found, session)
+        elif log_group:
             records, skipped = il.read_log_group(logs_client(), log_group, il.parse_since(since), session)
             events = il.records_to_events(records)
         else:
@@ -46,13 +54,22 @@ def trace(
 
             raw = read_json(source, "trace or log export")
             if isinstance(raw, dict) and raw.get("format", "").startswith("citerag-trace"):
-                events = load(source)["events"]
+                saved = load(source)
+                events = saved["events"]
+                if any(isinstance(e, dict) and e.get("type") in ("answer", "error") for e in events):
+                    turns = ac.turns_from_runtime_events(events, saved.get("question", ""))
             else:
-                records, skipped = il.read_export(raw)
-                if not records:
-                    raise CiteragError(f"{source} holds no model-invocation log records ({skipped} lines skipped)")
-                events = il.records_to_events(records)
-        turns = tr.build_turns(events)
+                found, skipped = ac.read_span_documents(raw)
+                if found:
+                    events, turns = found, ac.turns_from_spans(found, session)
+                else:
+                    records, skipped = il.read_export(raw)
+                    if not records:
+                        raise CiteragError(f"{source} holds no model-invocation log records or OpenTelemetry spans "
+                                           f"({skipped} items skipped)")
+                    events = il.records_to_events(records)
+        if turns is None:
+            turns = tr.build_turns(events)
         if session:
             turns = [t for t in turns if t.session_id in (None, session)]
         if with_lambda_logs:
