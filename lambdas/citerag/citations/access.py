@@ -85,3 +85,8 @@ def _string_id(value: Any, what: str) -> str:
     if not isinstance(value, str):
         raise AccessError(f"{what} must be a string id")
     return value
+
+
+# The argument a Gateway REQUEST interceptor writes into every tools/call (overwriting whatever the model sent) and
+# the Gateway target reads only when the deployment says an interceptor is configured. Never in the tool schema.
+GATEWAY_ACCESS_FIELD = "_citerag_access"

@@ -1,0 +1,44 @@
+"""`citerag mcp`: serve the embedded index to MCP clients (stdio by default, streamable HTTP with --http PORT)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from citerag.cli.common import IndexOpt, NamespaceOpt, app, components, ensure_samples, err, errors
+from citerag.errors import CiteragError
+
+
+@app.command()
+def mcp(
+    http: Annotated[int | None, typer.Option("--http", min=1, max=65535, help="serve streamable HTTP on "
+                                                                             "127.0.0.1:PORT/mcp instead of stdio")]
+    = None,
+    host: Annotated[str, typer.Option("--host", help="with --http: the address to bind")] = "127.0.0.1",
+    tenant: Annotated[str | None, typer.Option("--tenant", help="search as this tenant (documents ingested with "
+                                                                "--meta tenant=...)")] = None,
+    group: Annotated[list[str] | None, typer.Option("--group", help="a group the searches may see (repeatable)")]
+    = None,
+    index: IndexOpt = None,
+    namespace: NamespaceOpt = None,
+) -> None:
+    """Serve search_documents and ask to MCP clients (Claude Desktop, Claude Code, ...) over the local index."""
+    import json
+
+    with errors(False):
+        try:
+            from citerag.mcp_server import build_server
+        except ImportError:
+            raise CiteragError("citerag mcp needs the agentcore extra: pip install 'citerag[agentcore]'") from None
+        comps = components(index, namespace)
+        ensure_samples(comps, quiet=True)  # stdout belongs to the MCP protocol: progress goes to stderr only
+        access = {"tenant": tenant} if tenant else {}
+        if group:
+            access["groups"] = json.dumps(group)
+        server = build_server(comps, access=access)
+        if http is None:
+            server.run()
+        else:
+            err.print(f"citerag MCP server on http://{host}:{http}/mcp", highlight=False)
+            server.run("streamable-http", host=host, port=http)

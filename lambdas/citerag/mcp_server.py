@@ -1,0 +1,72 @@
+"""`citerag mcp`: an MCP server (official `mcp` SDK, MCPServer) over the embedded index, so Claude Desktop, Claude Code
+or any MCP client can cite the user's own documents with file and page.
+
+Two tools:
+- `search_documents`: the one tool definition (name, description, input schema from citerag.citations.tool) running
+  the same search tool as the action group and the Gateway target: passages with source ids, uri, title, page;
+- `ask`: the AgentCore agent's turn in-process (classification, search, verified citations, grading, masking):
+  {text, answered, citations: [{span, text, sources: [{source_id, uri, title, page, excerpt}]}]}.
+
+Access is configured when the server starts (`--tenant`, `--group`), never by tool arguments. Anticipated failures
+are ToolError results the client shows (isError), never a traceback (mcp 2.x MCPServer turns other exceptions into
+an opaque "Error executing tool").
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+from citerag.citations.tool import FUNCTION_DESCRIPTION, FUNCTION_NAME, INSTRUCTION, input_schema
+from citerag.runtimes.agentcore.agent import TurnRequest, new_session_id
+from citerag.runtimes.agentcore.events import MAX_PROMPT_CHARS
+
+ASK_DESCRIPTION = (
+    "Answer a question from the user's documents with verified citations: every cited span names the file (uri), "
+    "title and page of the passage it comes from, with the sentence quoted as excerpt. Use it when you want a "
+    "finished, checked answer; use search_documents to read the passages yourself.")
+
+
+def build_server(components, *, access: dict[str, str] | None = None) -> MCPServer:
+    tool = components.search_tool()
+    session = dict(access or {})
+    server = MCPServer("citerag", instructions=INSTRUCTION + " Cite the source_id, file and page of every passage "
+                                                             "you use.")
+
+    def search_documents(query: Any = None, filters: Any = None, top_k: Any = None) -> dict[str, Any]:
+        result, body = tool.run({"query": query, "filters": filters, "top_k": top_k}, session, lambda r, b: b)
+        payload = json.loads(body)
+        if result.outcome in ("invalid", "denied", "unavailable"):
+            raise ToolError(payload.get("hint") or payload.get("error") or "the search failed")
+        return payload
+
+    server.add_tool(search_documents, name=FUNCTION_NAME, description=FUNCTION_DESCRIPTION, structured_output=False)
+    # The listed schema is the one definition the action group and the Gateway use; the arguments themselves are
+    # validated by the search tool (bounds, filter syntax), which answers with what to fix.
+    registered = server._tool_manager.get_tool(FUNCTION_NAME)
+    assert registered is not None
+    registered.parameters = input_schema()
+
+    agent = None
+
+    async def ask(question: str) -> dict[str, Any]:
+        nonlocal agent
+        text = " ".join(str(question).split())
+        if not text:
+            raise ToolError("question is empty: pass the user's question")
+        if len(text) > MAX_PROMPT_CHARS:
+            raise ToolError(f"question is longer than {MAX_PROMPT_CHARS:,} characters")
+        agent = agent or components.agentcore_agent()
+        final: dict[str, Any] = {}
+        async for event in agent.stream(TurnRequest(question=text, session_id=new_session_id(), access=session)):
+            if event.get("type") in ("answer", "error"):
+                final = event
+        if final.get("type") != "answer":
+            raise ToolError(str(final.get("message") or "the agent could not answer"))
+        return {k: final[k] for k in ("text", "answered", "citations")}
+
+    server.add_tool(ask, name="ask", description=ASK_DESCRIPTION, structured_output=False)
+    return server
