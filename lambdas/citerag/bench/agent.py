@@ -48,23 +48,55 @@ def without_answer_documents(ds: Dataset, answers: dict[str, dict[str, Any]], fu
                                  "name": f"{ds.name}-contexts"})
 
 
-def run(ds: Dataset, answers: dict[str, dict[str, Any]], components_for: Callable[[Path], Any], n: int,
-        progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
-    from citerag.handlers.local import local_agent
+AGENTS = ("local", "agentcore-local", "agentcore-native")
 
+
+def run(ds: Dataset, answers: dict[str, dict[str, Any]], components_for: Callable[[Path], Any], n: int,
+        progress: Callable[[int, int], None] | None = None, agents: tuple[str, ...] = ("local",)) -> dict[str, Any]:
+    """Every agent on the same index and the same questions, in one run. One agent: its metrics (the original
+    shape); several: {"agents": {name: metrics}} plus the index figures."""
     qids = [q for q in ds.qrels if q in ds.queries and q in answers][:n]
     index_path = components_for(Path()).settings.data_dir / "bench" / f"{ds.name}.sqlite"
     index_path.parent.mkdir(parents=True, exist_ok=True)
     remove_index(index_path)
     comps = components_for(index_path)
     _, build_s, embedded = build_index(ds, comps.embedder, comps.index)
+    out: dict[str, dict[str, Any]] = {}
+    for k, name in enumerate(agents):
+        def tick(i: int, total: int, k: int = k) -> None:
+            if progress:
+                progress(k * len(qids) + i, len(qids) * len(agents))
+        ask = _classic(comps) if name == "local" else _agentcore(comps, native=name == "agentcore-native")
+        rows = []
+        for i, q in enumerate(qids, start=1):
+            t = time.perf_counter()
+            answered, returned, cited = ask(ds.queries[q])
+            ms = (time.perf_counter() - t) * 1000
+            gold = [normalize(a) for a in answers[q]["answers"]]
+            hit = any(g and g in normalize(returned.get(s, "")) for s in cited for g in gold)
+            rows.append({"id": q, "ms": ms, "answered": answered, "hit": hit, "cited": len(cited),
+                         "resolved": sum(1 for s in cited if s in returned)})
+            if i % 10 == 0 or i == len(qids):
+                tick(i, len(qids))
+        out[name] = _summary(rows)
+    common = {"index_documents": len(ds.corpus), "index_build_s": build_s, "embedded_now": embedded}
+    if len(agents) == 1:
+        return {**out[agents[0]], **common}
+    return {"agents": out, "questions": len(qids), **common}
+
+
+Ask = Callable[[str], tuple[bool, dict[str, str], list[str]]]
+
+
+def _classic(comps) -> Ask:
+    """The local Classic agent: cited ids from the raw answer, passages from the action-group observations."""
+    from citerag.handlers.local import local_agent
+
     runtime = local_agent(comps)
     runtime.invoke("warm up").__next__()
-    rows = []
-    for i, q in enumerate(qids, start=1):
-        t = time.perf_counter()
-        events = list(runtime.invoke(ds.queries[q]))
-        ms = (time.perf_counter() - t) * 1000
+
+    def ask(question: str) -> tuple[bool, dict[str, str], list[str]]:
+        events = list(runtime.invoke(question))
         answer = answer_from_events(events)
         returned: dict[str, str] = {}
         raw_answer = ""
@@ -76,13 +108,44 @@ def run(ds: Dataset, answers: dict[str, dict[str, Any]], components_for: Callabl
             raw = (orch.get("modelInvocationOutput") or {}).get("rawResponse", {}).get("content", "")
             if "<answer" in raw:
                 raw_answer = raw
-        cited = [s for p in cf.answer(raw_answer) or [] for s in p.sources]
-        gold = [normalize(a) for a in answers[q]["answers"]]
-        hit = any(g and g in normalize(returned.get(s, "")) for s in cited for g in gold)
-        rows.append({"id": q, "ms": ms, "answered": answer.answered, "hit": hit, "cited": len(cited),
-                     "resolved": sum(1 for s in cited if s in returned)})
-        if progress and (i % 10 == 0 or i == len(qids)):
-            progress(i, len(qids))
+        return answer.answered, returned, [s for p in cf.answer(raw_answer) or [] for s in p.sources]
+
+    return ask
+
+
+def _agentcore(comps, *, native: bool) -> Ask:
+    """The AgentCore runtime's handler in-process (payload, access, the Strands turn) with the offline model, in the
+    protocol or in native-citations mode. What the search returned is recorded at the search tool; the cited ids
+    are those of the answer event's citations."""
+    from citerag.agentcore_app import InProcessRuntime
+    from citerag.components import Components
+
+    if native:
+        comps = Components(comps.settings.model_copy(update={"agentcore_citations": "native"}))
+    tool = comps.search_tool()
+    returned: dict[str, str] = {}
+    original = tool.run
+
+    def recording_run(*args: Any, **kwargs: Any):
+        result, body = original(*args, **kwargs)
+        returned.update({p.source_id: p.text for p in result.kept if p.source_id})
+        return result, body
+
+    tool.run = recording_run  # type: ignore[method-assign]
+    runtime = InProcessRuntime(comps)
+    runtime.ask("warm up")
+
+    def ask(question: str) -> tuple[bool, dict[str, str], list[str]]:
+        returned.clear()
+        _, events = runtime.ask(question)
+        final = events[-1]
+        cited = [s["source_id"] for c in final.get("citations") or [] for s in c["sources"]]
+        return bool(final.get("answered")), dict(returned), cited
+
+    return ask
+
+
+def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     cited_total = sum(r["cited"] for r in rows)
     lat = [r["ms"] for r in rows]
     return {
@@ -92,5 +155,4 @@ def run(ds: Dataset, answers: dict[str, dict[str, Any]], components_for: Callabl
         "citations": cited_total,
         "citations_resolved": (sum(r["resolved"] for r in rows) / cited_total) if cited_total else 1.0,
         "p50_ms": percentile(lat, 50), "p95_ms": percentile(lat, 95),
-        "index_documents": len(ds.corpus), "index_build_s": build_s, "embedded_now": embedded,
     }

@@ -102,6 +102,8 @@ def bench_agent(
     questions: Annotated[int, typer.Option("--questions", min=1)] = 200,
     qrels: Annotated[Path | None, typer.Option("--qrels", help="qrels file (default qrels_context_only.tsv)")]
     = None,
+    agent: Annotated[str, typer.Option("--agent", help="comma-separated: local (Classic), agentcore-local, "
+                                                        "agentcore-native; several run side by side")] = "local",
     as_json: JsonOpt = False,
 ) -> None:
     """The local agent end to end: share of answers whose cited passage holds a gold answer, citation
@@ -118,11 +120,25 @@ def bench_agent(
         def components_for(index_path: Path) -> Components:
             return components(index_path if str(index_path) not in ("", ".") else None)
 
+        agents = tuple(a.strip() for a in agent.split(",") if a.strip())
+        if not agents or any(a not in ab.AGENTS for a in agents):
+            raise CiteragError(f"--agent {agent!r}: choose from {', '.join(ab.AGENTS)}")
         with progress() as bar:
-            task = bar.add_task(f"{ds.name}: questions", total=questions)
-            res = ab.run(ds, answers, components_for, questions, lambda i, n: bar.update(task, completed=i))
+            task = bar.add_task(f"{ds.name}: questions", total=questions * len(agents))
+            res = ab.run(ds, answers, components_for, questions, lambda i, n: bar.update(task, completed=i, total=n),
+                         agents=agents)
         if as_json:
             print(json.dumps(res))
+            return
+        if len(agents) > 1:
+            table = Table(title=f"{res['questions']} questions over {res['index_documents']} passages")
+            for col in ("agent", "answered", "cited passage has gold", "citations", "resolved", "p50 ms", "p95 ms"):
+                table.add_column(col, justify="left" if col == "agent" else "right")
+            for name, r in res["agents"].items():
+                table.add_row(name, f"{r['answered']:.1%}", f"{r['cited_passage_contains_gold_answer']:.1%}",
+                              str(r["citations"]), f"{r['citations_resolved']:.1%}", f"{r['p50_ms']:.0f}",
+                              f"{r['p95_ms']:.0f}")
+            out.print(table)
             return
         out.print(f"[bold]{res['questions']} questions[/] over {res['index_documents']} passages")
         out.print(f"answered: {res['answered']:.1%}; a cited passage contains a gold answer: "
