@@ -13,8 +13,7 @@ from botocore.exceptions import ClientError
 from citerag.adapters.strands_offline import OfflineAgentModel
 from citerag.citations import source_ids
 from citerag.citations.verified import REPROMPT_MARKERS
-from citerag.runtimes.agentcore.agent import TurnRequest
-from citerag.runtimes.agentcore.events import answer_from_events
+from citerag.runtimes.agentcore.events import TurnRequest, answer_from_events
 
 from agentcore_support import (
     KEY,

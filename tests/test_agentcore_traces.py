@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from citerag.adapters import aws
 from citerag.cli import app as cli_app
-from citerag.runtimes.agentcore.agent import TurnRequest
+from citerag.runtimes.agentcore.events import TurnRequest
 from citerag.traces.agentcore import read_span_documents, turns_from_spans
 from citerag.traces.tracefile import save
 

@@ -22,8 +22,13 @@ from starlette.responses import JSONResponse
 
 from citerag.citations.access import AccessError, bearer_claims, from_claims, from_payload
 from citerag.errors import QueryError
-from citerag.runtimes.agentcore.agent import TurnRequest, new_session_id
-from citerag.runtimes.agentcore.events import BadInvocation, error_event, parse_invocation
+from citerag.runtimes.agentcore.events import (
+    BadInvocation,
+    TurnRequest,
+    error_event,
+    new_session_id,
+    parse_invocation,
+)
 from citerag.search.query import analyze
 
 logger = logging.getLogger("citerag.agentcore")

@@ -21,8 +21,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from citerag.citations.tool import FUNCTION_DESCRIPTION, FUNCTION_NAME, INSTRUCTION, input_schema
-from citerag.runtimes.agentcore.agent import TurnRequest, new_session_id
-from citerag.runtimes.agentcore.events import MAX_PROMPT_CHARS
+from citerag.runtimes.agentcore.events import MAX_PROMPT_CHARS, TurnRequest, new_session_id
 
 ASK_DESCRIPTION = (
     "Answer a question from the user's documents with verified citations: every cited span names the file (uri), "

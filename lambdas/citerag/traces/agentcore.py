@@ -72,28 +72,16 @@ def _event_step(kind: str | None, e: dict[str, Any]) -> Step:
 def read_span_documents(data: Any) -> tuple[list[dict[str, Any]], int]:
     """Spans from an OTLP/JSON export, a list of span documents (aws/spans), or CloudWatch Logs events whose
     `message` is a span document. Returns (spans with plain attribute dicts, unreadable items skipped)."""
-    spans: list[dict[str, Any]] = []
-    skipped = 0
     if isinstance(data, dict) and "resourceSpans" in data:
-        for rs in data.get("resourceSpans") or []:
-            for ss in (rs or {}).get("scopeSpans") or []:
-                for sp in (ss or {}).get("spans") or []:
-                    span = _otlp_span(sp)
-                    if span is None:
-                        skipped += 1
-                    else:
-                        spans.append(span)
-        return spans, skipped
-    items = data.get("events") if isinstance(data, dict) and isinstance(data.get("events"), list) else data
-    if not isinstance(items, list):
-        return [], 1
-    for item in items:
-        span = _document_span(item)
-        if span is None:
-            skipped += 1
-        else:
-            spans.append(span)
-    return spans, skipped
+        items = [(sp, _otlp_span) for rs in data.get("resourceSpans") or []
+                 for ss in (rs or {}).get("scopeSpans") or [] for sp in (ss or {}).get("spans") or []]
+    else:
+        found = data.get("events") if isinstance(data, dict) and isinstance(data.get("events"), list) else data
+        if not isinstance(found, list):
+            return [], 1
+        items = [(item, _document_span) for item in found]
+    spans = [s for s in (read(item) for item, read in items) if s is not None]
+    return spans, len(items) - len(spans)
 
 
 def _document_span(item: Any) -> dict[str, Any] | None:

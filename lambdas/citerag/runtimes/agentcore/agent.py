@@ -17,7 +17,6 @@ import contextlib
 import itertools
 import json
 import time
-import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -40,6 +39,7 @@ from citerag.citations.search_tool import SearchTool, access_filter
 from citerag.citations.tool import FUNCTION_DESCRIPTION, FUNCTION_NAME, input_schema
 from citerag.errors import CiteragError, DependencyError
 from citerag.runtimes.agentcore import events as ev
+from citerag.runtimes.agentcore.events import TurnRequest
 from citerag.search.passage import Passage
 from citerag.search.query import analyze
 
@@ -60,13 +60,6 @@ class AgentConfig(BaseModel):
     native_citations: bool = False
     preprocessing_fail_closed: bool = False
     history_turns: int = Field(5, ge=0, le=50)
-
-
-class TurnRequest(BaseModel):
-    question: str
-    session_id: str
-    actor_id: str = "anonymous"
-    access: dict[str, str] = Field(default_factory=dict, description="tenant/groups from authenticated data only")
 
 
 @dataclass
@@ -331,8 +324,3 @@ def _model_error(exc: BaseException) -> str:
     if isinstance(exc, CiteragError):
         return str(exc)
     return f"the model could not answer ({describe_error(exc)}); try again"
-
-
-def new_session_id() -> str:
-    """uuid4 text: 36 characters, a valid runtime session id (33..256) and Memory session id (<= 100) alike."""
-    return str(uuid.uuid4())

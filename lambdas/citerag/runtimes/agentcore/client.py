@@ -21,8 +21,7 @@ from urllib.parse import quote
 from citerag.adapters.aws import describe_error, error_code
 from citerag.citations.answer import Answer
 from citerag.errors import CiteragError, DependencyError
-from citerag.runtimes.agentcore.agent import new_session_id
-from citerag.runtimes.agentcore.events import ErrorCode, answer_from_events
+from citerag.runtimes.agentcore.events import ErrorCode, answer_from_events, new_session_id
 
 RUNTIME_ARN = re.compile(r"arn:aws[a-z-]*:bedrock-agentcore:([a-z0-9-]+):(\d{12}):"
                          r"runtime/([A-Za-z][A-Za-z0-9_-]{0,99})")

@@ -15,6 +15,7 @@ data) and internals, so none is ever forwarded.
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Iterable
 from typing import Any, Literal
 
@@ -38,6 +39,20 @@ class Invocation(BaseModel):
     # Trusted only when the deployment reads access from the payload (an IAM-authenticated backend sets it).
     access: dict[str, Any] | None = None
     stream: bool = True
+
+
+class TurnRequest(BaseModel):
+    """One turn as the entry point hands it to the agent: the access map is filled only from authenticated data."""
+
+    question: str
+    session_id: str
+    actor_id: str = "anonymous"
+    access: dict[str, str] = Field(default_factory=dict, description="tenant/groups from authenticated data only")
+
+
+def new_session_id() -> str:
+    """uuid4 text: 36 characters, a valid runtime session id (33..256) and Memory session id (<= 100) alike."""
+    return str(uuid.uuid4())
 
 
 class BadInvocation(CiteragError):
