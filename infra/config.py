@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -19,6 +19,18 @@ responseBudgetBytes   action-group response budget           25000
 deniedTopics          guardrail denied topics, ';'-separated  Investment advice;Medical diagnosis
 logRetentionDays      CloudWatch Logs retention              30
 aclRequired           refuse searches without a tenant       false
+
+runtimes                what to deploy: classic, agentcore or both (comma-separated)   classic
+agentcoreModelId        the AgentCore agent's model (inference profile)   jp.anthropic.claude-sonnet-4-5-20250929-v1:0
+agentcoreModelRegions   destination regions of that profile (IAM)   ap-northeast-1,ap-northeast-3
+agentcoreJwtDiscoveryUrl  OIDC discovery URL: JWT inbound auth for runtime and gateway   (empty: IAM)
+agentcoreJwtAudience    allowed audiences (comma-separated)    (none)
+agentcoreJwtClients     allowed client ids (comma-separated)   (none)
+agentcoreTenantClaim    JWT claim holding the tenant            custom:tenant
+agentcoreGroupsClaim    JWT claim holding the groups            cognito:groups
+agentcoreMemoryDays     short-term memory event expiry, 3-365  30
+agentcoreCitations      protocol | native                      protocol
+agentcoreTransactionSearch  also enable X-Ray Transaction Search (account-wide) false
 """
 
 
@@ -35,6 +47,19 @@ class DeployConfig(BaseModel):
     denied_topics: list[str] = Field(default_factory=lambda: ["Investment advice", "Medical diagnosis"])
     log_retention_days: int = 30
     acl_required: bool = False
+
+    # AgentCore (issue 10): what to deploy and the AgentCore agent's own settings.
+    runtimes: list[Literal["classic", "agentcore"]] = Field(default_factory=lambda: ["classic"], min_length=1)
+    agentcore_model_id: str = "jp.anthropic.claude-sonnet-4-5-20250929-v1:0"
+    agentcore_model_regions: list[str] = Field(default_factory=lambda: ["ap-northeast-1", "ap-northeast-3"])
+    agentcore_jwt_discovery_url: str | None = None
+    agentcore_jwt_audience: list[str] = Field(default_factory=list)
+    agentcore_jwt_clients: list[str] = Field(default_factory=list)
+    agentcore_tenant_claim: str = "custom:tenant"
+    agentcore_groups_claim: str = "cognito:groups"
+    agentcore_memory_days: int = Field(30, ge=3, le=365)  # the CFN schema's EventExpiryDuration range
+    agentcore_citations: Literal["protocol", "native"] = "protocol"
+    agentcore_transaction_search: bool = False
 
     @classmethod
     def from_context(cls, get: Any) -> DeployConfig:
@@ -56,5 +81,17 @@ class DeployConfig(BaseModel):
             "response_budget_bytes": ctx("responseBudgetBytes"), "denied_topics": split(ctx("deniedTopics"), ";"),
             "log_retention_days": ctx("logRetentionDays"),
             "acl_required": str(ctx("aclRequired")).lower() == "true" if ctx("aclRequired") is not None else None,
+            "runtimes": split(ctx("runtimes")),
+            "agentcore_model_id": ctx("agentcoreModelId"),
+            "agentcore_model_regions": split(ctx("agentcoreModelRegions")),
+            "agentcore_jwt_discovery_url": ctx("agentcoreJwtDiscoveryUrl") or None,
+            "agentcore_jwt_audience": split(ctx("agentcoreJwtAudience")),
+            "agentcore_jwt_clients": split(ctx("agentcoreJwtClients")),
+            "agentcore_tenant_claim": ctx("agentcoreTenantClaim"),
+            "agentcore_groups_claim": ctx("agentcoreGroupsClaim"),
+            "agentcore_memory_days": ctx("agentcoreMemoryDays"),
+            "agentcore_citations": ctx("agentcoreCitations"),
+            "agentcore_transaction_search": str(ctx("agentcoreTransactionSearch")).lower() == "true"
+            if ctx("agentcoreTransactionSearch") is not None else None,
         }
         return cls(**{k: v for k, v in data.items() if v is not None})

@@ -1,6 +1,7 @@
 """The citerag stack: the shared data plane (documents bucket -> SQS -> ingest Lambda, Pinecone secret), the
-guardrail, the Bedrock Agents Classic agent (search and parser Lambdas, prompts, alias), model-invocation
-logging, and alarms on every function and the dead-letter queue."""
+guardrail, the Bedrock Agents Classic agent (search and parser Lambdas, prompts, alias) and/or the AgentCore agent
+(Runtime, Gateway with its Lambda target, Memory), chosen with context `runtimes`, model-invocation logging, and
+alarms on every function, the runtime, the gateway and the dead-letter queue."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from infra.common import ROOT, ack, retention
 from infra.config import DeployConfig
 
 sys.path.insert(0, str(ROOT / "lambdas"))
-from infra import classic, data, guardrail, invocation_logging
+from infra import agentcore, classic, data, guardrail, invocation_logging
 
 
 class CiteragStack(cdk.Stack):
@@ -26,10 +27,27 @@ class CiteragStack(cdk.Stack):
         shared = data.build(self, c, keep)
         self.documents = shared.documents
         rail, rail_version = guardrail.build(self, c)
-        agent = classic.build(self, c, shared, keep, rail, rail_version)
         invocation_logs = invocation_logging.build(self, keep)
-        self.functions = {"search": agent.functions["search"], "ingest": shared.ingest,
-                          "parser": agent.functions["parser"]}
+        self.functions = {"ingest": shared.ingest}
+        outputs: dict[str, str] = {}
+        # Which runtimes to deploy (context `runtimes`): both share the data plane and the guardrail.
+        if "classic" in c.runtimes:
+            agent = classic.build(self, c, shared, keep, rail, rail_version)
+            self.functions.update(agent.functions)
+            outputs.update(AgentId=agent.agent.attr_agent_id, AgentAliasId=agent.alias.attr_agent_alias_id)
+        if "agentcore" in c.runtimes:
+            core = agentcore.build(self, c, shared, keep, rail, rail_version)
+            self.functions.update(core.functions)
+            outputs.update(AgentRuntimeArn=core.runtime.agent_runtime_arn, GatewayUrl=core.gateway.gateway_url or "",
+                           GatewayId=core.gateway.gateway_id, MemoryId=core.memory.memory_id)
+            for kind, metric in (("AgentCoreRuntimeSystemErrors", core.runtime.metric_system_errors()),
+                                 ("AgentCoreRuntimeThrottles", core.runtime.metric_throttles()),
+                                 ("AgentCoreGatewaySystemErrors", core.gateway.metric_system_errors()),
+                                 ("AgentCoreGatewayThrottles", core.gateway.metric_throttles())):
+                cw.Alarm(self, kind, metric=metric, threshold=1, evaluation_periods=1,
+                         comparison_operator=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                         alarm_description=f"citerag {kind}",
+                         treat_missing_data=cw.TreatMissingData.NOT_BREACHING)
 
         cw.Alarm(self, "DLQDepth", metric=shared.dlq.metric_approximate_number_of_messages_visible(
             period=cdk.Duration.minutes(5)), threshold=1, evaluation_periods=1,
@@ -51,8 +69,7 @@ class CiteragStack(cdk.Stack):
                     "the managed policy only grants writing its CloudWatch Logs.",
                     applies_to="Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole")
 
-        for key, value in (("AgentId", agent.agent.attr_agent_id), ("AgentAliasId", agent.alias.attr_agent_alias_id),
-                           ("DocumentsBucket", shared.documents.bucket_name),
+        for key, value in (*outputs.items(), ("DocumentsBucket", shared.documents.bucket_name),
                            ("PineconeSecretName", shared.secret.secret_name),
                            ("ModelInvocationLogGroup", invocation_logs.log_group_name),
                            ("IngestDLQUrl", shared.dlq.queue_url)):
