@@ -23,8 +23,9 @@ sys.path.insert(0, str(ROOT))
 
 from infra import bundling  # noqa: E402
 
+# The Classic search handler last, as the reference measured under the same load.
 MODULES = ("citerag.agentcore_app", "citerag.runtimes.agentcore.agent", "citerag.handlers.gateway",
-           "citerag.handlers.gateway_interceptor")
+           "citerag.handlers.gateway_interceptor", "citerag.handlers.search")
 
 
 def import_ms(module: str, repeats: int) -> float:
