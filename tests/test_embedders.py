@@ -78,6 +78,7 @@ def test_thread_settings_reach_the_model_and_the_ingestor(tmp_path, monkeypatch)
     monkeypatch.setenv("CITERAG_EMBED_BATCH_SIZE", "8")
     comps = Components(Settings(data_dir=tmp_path))
     assert comps.embedder.inner.query_threads == 2 and comps.embedder.batch_size == 8
-    assert comps.embedder.workers == 3
+    ing = comps.ingestor()
+    assert ing.workers == 3 and ing.batch_size == 8
     monkeypatch.delenv("CITERAG_EMBED_WORKERS")
     assert Settings(data_dir=tmp_path).resolved_embed_workers >= 1

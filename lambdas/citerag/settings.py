@@ -59,6 +59,8 @@ class Settings(BaseSettings):
     embed_workers: int | None = Field(None, ge=1, le=256, description="default: the cores this process may use")
     embed_batch_threads: int = Field(1, ge=1, le=256)
     embed_batch_size: int = Field(16, ge=1, le=1024)
+    # Ingest embeds passages that repeat an earlier one (up to case, spacing and punctuation) once.
+    skip_near_duplicates: bool = True
 
     # Search: defaults chosen by `citerag bench` on JaQuAD and SciFact (see README).
     fusion: Literal["rrf", "convex"] = "convex"
