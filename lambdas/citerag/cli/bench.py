@@ -54,11 +54,15 @@ def bench(
                     tasks[stage] = bar.add_task(f"{ds.name}: {stage}", total=total)
                 bar.update(tasks[stage], completed=done)
 
-            idx, build_s, embedded = b.build_index(ds, embedder, comps.index, tick, dim=comps.embedder_identity[1])
-            results = b.run(ds, embedder, idx, comps.settings.search_config(), modes, tick, runs_out=rankings)
-            sweep_res = b.fusion_sweep(ds, comps.embedder, idx) if sweep else None
+            tokens = comps.bm25_tokens
+            idx, build_s, embedded = b.build_index(ds, embedder, comps.index, tick, dim=comps.embedder_identity[1],
+                                                   tokens=tokens)
+            results = b.run(ds, embedder, idx, comps.settings.search_config(), modes, tick, runs_out=rankings,
+                            tokens=tokens)
+            sweep_res = b.fusion_sweep(ds, comps.embedder, idx, tokens=tokens) if sweep else None
             packing_res = (b.packing_comparison(ds, comps.embedder, idx, comps.settings.search_config(),
-                                                budget=comps.settings.response_budget_bytes) if packing else None)
+                                                budget=comps.settings.response_budget_bytes, tokens=tokens)
+                           if packing else None)
             idx.close()
         run_files = []
         if runs is not None:
@@ -71,7 +75,7 @@ def bench(
         cfg = comps.settings.search_config()
         meta = {"dataset": ds.name, "qrels": str(qrels or "qrels.tsv"), "documents": len(ds.corpus),
                 "embedded_now": embedded, "index_build_s": build_s,
-                "fusion": cfg.fusion, "alpha": cfg.alpha, "run_files": run_files}
+                "fusion": cfg.fusion, "alpha": cfg.alpha, "bm25_tokens": tokens.name, "run_files": run_files}
         if as_json:
             payload: dict[str, Any] = dict(results)
             payload["_run"] = meta
@@ -89,7 +93,8 @@ def bench(
                           f"{r['p50_ms']:.1f}", f"{r['p95_ms']:.1f}")
         out.print(table)
         out.print(f"index build {build_s:.1f} s ({embedded} passages embedded now, the rest from the cache); "
-                  f"hybrid = {cfg.fusion}" + (f" alpha {cfg.alpha}" if cfg.fusion == "convex" else ""))
+                  f"hybrid = {cfg.fusion}" + (f" alpha {cfg.alpha}" if cfg.fusion == "convex" else "")
+                  + f"; BM25 tokens: {tokens.name}")
         for f in run_files:
             out.print(f"run file: {f}", highlight=False)
         if sweep_res:

@@ -35,7 +35,7 @@ from citerag.errors import CiteragError, DependencyError, DiskFullError, Documen
 from citerag.ingestion.files import IngestResult, expand_paths, read_regular_file, uri_to_path
 from citerag.ingestion.progress import IngestProgress, ProgressTracker
 from citerag.search.ports import DocumentInfo, Embedder, Record, VectorIndex
-from citerag.search.sparse import CorpusStats, encode_document, term_counts
+from citerag.search.sparse import DEFAULT_TOKENS, BM25Tokens, CorpusStats, encode_document
 
 # Passages shorter than this (after normalisation) are compared with their title: a short passage's embedding
 # depends on its title, a long one's hardly does.
@@ -76,6 +76,7 @@ class Ingestor:
         batch_size: int = 16,
         write_batch_passages: int = 2000,
         skip_near_duplicates: bool = True,
+        tokens: BM25Tokens = DEFAULT_TOKENS,
     ) -> None:
         self.embedder = embedder
         self.index = index
@@ -90,6 +91,7 @@ class Ingestor:
         self.batch_size = max(1, batch_size)
         self.write_batch_passages = max(1, write_batch_passages)
         self.skip_near_duplicates = skip_near_duplicates
+        self.tokens = tokens  # the BM25 token stream; searches of this index must use the same
         self.near_duplicates = 0  # passages that reused the vector of an earlier near-identical passage
 
     # --- one document -------------------------------------------------------------------------------------
@@ -169,8 +171,9 @@ class Ingestor:
             raise DocumentError(f"the document makes {len(chunks):,} passages; the limit is {self.max_chunks:,} "
                                 "(CITERAG_MAX_CHUNKS_PER_DOCUMENT): split it into smaller files")
         texts = [passage_text(c.title, c.text) for c in chunks]
-        return _Prepared(order=order, doc=doc, chunks=chunks, texts=texts, counts=[term_counts(t) for t in texts],
-                         access=access, replaced=existing is not None, size=len(data), left=len(chunks))
+        counts = [self.tokens.counts(t) for t in texts]
+        return _Prepared(order=order, doc=doc, chunks=chunks, texts=texts, counts=counts, access=access,
+                         replaced=existing is not None, size=len(data), left=len(chunks))
 
     def _write(self, docs: Sequence[_Prepared]) -> None:
         """Encode BM25 weights and write the documents in one transaction. Each document is encoded with the
