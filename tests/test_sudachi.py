@@ -66,16 +66,31 @@ def test_ingest_and_search_with_sudachi_and_an_index_refuses_the_other_tokenizer
     assert json.loads(r.stdout)["summary"]["added"] == 1
     r = CliRunner().invoke(app, ["search", "フィルターの交換", "--mode", "bm25", "--index", index, "--json"], env=env)
     assert r.exit_code == 0 and json.loads(r.stdout)
-    r = CliRunner().invoke(app, ["search", "フィルターの交換", "--index", index, "--json"], env=FAST)
+    default = {**FAST, "CITERAG_SPARSE_TOKENIZER": "default"}
+    r = CliRunner().invoke(app, ["search", "フィルターの交換", "--index", index, "--json"], env=default)
     assert r.exit_code == 1
     message = json.loads(r.stdout)["error"]
     assert "'sudachi-core-c' BM25 tokenizer" in message and "'default'" in message
     assert "Traceback" not in r.output
+    # "auto" (the default setting) searches an index with the stream it was built with.
+    r = CliRunner().invoke(app, ["search", "フィルターの交換", "--index", index, "--json"], env=FAST)
+    assert r.exit_code == 0 and json.loads(r.stdout)
 
     plain = str(tmp_path / "plain.sqlite")
-    CliRunner().invoke(app, ["ingest", str(SAMPLES / "faq-en.md"), "--index", plain], env=FAST)
+    CliRunner().invoke(app, ["ingest", str(SAMPLES / "faq-en.md"), "--index", plain], env=default)
     r = CliRunner().invoke(app, ["ingest", str(SAMPLES / "faq-ja.md"), "--index", plain, "--json"], env=env)
     assert r.exit_code == 1 and "'default' BM25 tokenizer" in json.loads(r.stdout)["error"]
+    r = CliRunner().invoke(app, ["ingest", str(SAMPLES / "faq-ja.md"), "--index", plain, "--json"], env=FAST)
+    assert r.exit_code == 0 and json.loads(r.stdout)["summary"]["added"] == 1
+
+
+def test_auto_uses_sudachi_for_a_new_embedded_index_when_the_extra_is_installed(tmp_path):
+    comps = Components(Settings(data_dir=tmp_path, embedder="hashing"))
+    assert comps.bm25_tokens.name == "sudachi-core-c"
+    comps.ingestor().ingest_path(SAMPLES / "faq-ja.md")
+    assert comps.index.recorded_sparse_tokens() == "sudachi-core-c"
+    assert Components(Settings(data_dir=tmp_path, embedder="hashing", index_backend="pinecone")).bm25_tokens_name \
+        == "default"
 
 
 def test_an_index_from_before_the_tokenizer_was_recorded_counts_as_default(tmp_path, fast_settings):
@@ -90,9 +105,9 @@ def test_an_index_from_before_the_tokenizer_was_recorded_counts_as_default(tmp_p
 def test_the_lambda_path_neither_needs_nor_loads_sudachi():
     code = ("import sys, citerag.handlers.search as h; from citerag.components import Components; "
             "from citerag.settings import Settings; "
-            "c = Components(Settings(embedder='hashing', index_path='/tmp/citerag-lambda-check.sqlite')); "
-            "c.pipeline(); assert 'sudachipy' not in sys.modules, 'sudachipy was imported'")
+            "c = Components(Settings(embedder='titan', index_backend='pinecone')); "
+            "assert c.bm25_tokens.name == 'default'; assert 'sudachipy' not in sys.modules, 'sudachipy was imported'")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     with pytest.raises(Exception, match="embedded index only"):
-        _ = Components(Settings(index_backend="pinecone", sparse_tokenizer="sudachi")).bm25_tokens
+        _ = Components(Settings(index_backend="pinecone", sparse_tokenizer="sudachi")).bm25_tokens_name

@@ -61,39 +61,52 @@ class Components:
         return f"{s.titan_model_id}/{s.titan_dimensions}", s.titan_dimensions
 
     @cached_property
-    def bm25_tokens(self):
-        """The BM25 token stream, the same for ingest and search."""
-        if self.settings.sparse_tokenizer == "sudachi":
-            if self.settings.index_backend != "sqlite":
+    def bm25_tokens_name(self) -> str:
+        """The BM25 token stream ingest and search use. "auto": the one the index was built with; for a new index,
+        Sudachi's words when the japanese extra is installed (better on JaQuAD, README "Japanese words")."""
+        from citerag.adapters.sudachi_tokens import SudachiTokens, sudachi_installed
+
+        s = self.settings
+        if s.sparse_tokenizer == "sudachi":
+            if s.index_backend != "sqlite":
                 raise CiteragError("CITERAG_SPARSE_TOKENIZER=sudachi is for the embedded index only; the Lambda "
                                    "functions encode with the default tokenizer")
-            from citerag.adapters.sudachi_tokens import SudachiTokens
+            return SudachiTokens.name
+        if s.sparse_tokenizer == "default" or s.index_backend != "sqlite":
+            return "default"
+        recorded = self._sqlite_index.recorded_sparse_tokens()
+        if recorded is not None:
+            return recorded
+        return SudachiTokens.name if sudachi_installed() else "default"
 
-            return SudachiTokens()
+    @cached_property
+    def bm25_tokens(self):
+        """The BM25 token stream itself (Sudachi's dictionary is loaded only here, not to open an index)."""
+        from citerag.adapters.sudachi_tokens import SudachiTokens
         from citerag.search.sparse import DEFAULT_TOKENS
 
-        return DEFAULT_TOKENS
+        name = self.bm25_tokens_name
+        if name == SudachiTokens.name:
+            return SudachiTokens()
+        if name == DEFAULT_TOKENS.name:
+            return DEFAULT_TOKENS
+        raise CiteragError(f"the index was built with the BM25 tokenizer {name!r}, which this citerag does not have")
 
     @cached_property
     def index(self):
         s = self.settings
         if s.index_backend == "pinecone":
             return self._pinecone_index()
+        index = self._sqlite_index
+        index.check_sparse_tokens(self.bm25_tokens_name)
+        return index
+
+    @cached_property
+    def _sqlite_index(self):
         from citerag.adapters.sqlite_index import SqliteIndex
 
         model_id, dim = self.embedder_identity
-        index = SqliteIndex(s.resolved_index_path, dim=dim, model_id=model_id)
-        index.check_sparse_tokens(self._bm25_tokens_name)
-        return index
-
-    @property
-    def _bm25_tokens_name(self) -> str:
-        # The name without loading the analyser (its dictionary is 193 MB): opening an index stays cheap.
-        if self.settings.sparse_tokenizer == "sudachi":
-            from citerag.adapters.sudachi_tokens import SudachiTokens
-
-            return SudachiTokens.name
-        return "default"
+        return SqliteIndex(self.settings.resolved_index_path, dim=dim, model_id=model_id)
 
     def _pinecone_index(self):
         from citerag.adapters import aws

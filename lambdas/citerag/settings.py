@@ -63,8 +63,9 @@ class Settings(BaseSettings):
     skip_near_duplicates: bool = True
 
     # BM25 token stream: "default" (words, CJK bigrams and single kanji) or "sudachi" (adds Japanese words from
-    # Sudachi; needs the japanese extra; embedded index only). An index keeps the stream it was built with.
-    sparse_tokenizer: Literal["default", "sudachi"] = "default"
+    # Sudachi; needs the japanese extra; embedded index only). "auto": the stream the index was built with, and for
+    # a new embedded index Sudachi when the extra is installed (chosen by `citerag bench` on JaQuAD, README).
+    sparse_tokenizer: Literal["auto", "default", "sudachi"] = "auto"
 
     # Search: defaults chosen by `citerag bench` on JaQuAD and SciFact (see README).
     fusion: Literal["rrf", "convex"] = "convex"

@@ -11,6 +11,8 @@ Measured with `citerag bench` on JaQuAD (README "Japanese words (Sudachi)").
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import re
 import threading
 
@@ -27,15 +29,9 @@ class SudachiTokens(BM25Tokens):
     name = "sudachi-core-c"
 
     def __init__(self) -> None:
-        try:
-            from sudachipy import Dictionary, SplitMode
-        except ImportError as exc:
-            raise ImportError("CITERAG_SPARSE_TOKENIZER=sudachi needs the japanese extra: "
-                              "pip install 'citerag[japanese]'") from exc
-        try:
-            self._dictionary = Dictionary(dict="core")
-        except Exception as exc:  # sudachipy raises its own error type when the dictionary package is missing
-            raise ImportError("the Sudachi dictionary is not installed: pip install 'citerag[japanese]'") from exc
+        from sudachipy import SplitMode
+
+        self._dictionary = _dictionary()
         self._mode = SplitMode.C
         # A sudachipy tokenizer must not be shared between threads (ingest reads on one, searches on others).
         self._local = threading.local()
@@ -61,6 +57,24 @@ class SudachiTokens(BM25Tokens):
                 if _JAPANESE.search(m.surface()):
                     words.append("ja:" + m.normalized_form())
         return words
+
+
+@functools.cache
+def _dictionary():
+    """The core dictionary, loaded once per process (memory-mapped; every tokenizer shares it)."""
+    try:
+        from sudachipy import Dictionary
+    except ImportError as exc:
+        raise ImportError("the Sudachi tokenizer needs the japanese extra: pip install 'citerag[japanese]'") from exc
+    try:
+        return Dictionary(dict="core")
+    except Exception as exc:  # sudachipy raises its own error type when the dictionary package is missing
+        raise ImportError("the Sudachi dictionary is not installed: pip install 'citerag[japanese]'") from exc
+
+
+def sudachi_installed() -> bool:
+    """Whether the japanese extra is installed (without loading the dictionary)."""
+    return all(importlib.util.find_spec(m) is not None for m in ("sudachipy", "sudachidict_core"))
 
 
 def _parts(text: str) -> list[str]:
