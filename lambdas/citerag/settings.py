@@ -4,6 +4,7 @@ into adapters; nothing else reads the environment for configuration."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -20,6 +21,14 @@ RELEVANCE_DEFAULTS: dict[str, tuple[float, float]] = {
     "hashing": (0.45, 1.0),
     "titan": (0.6, 0.5),
 }
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (a container's CPU set, not the host's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - macOS has no sched_getaffinity
+        return max(1, os.cpu_count() or 1)
 
 
 def default_data_dir() -> Path:
@@ -42,6 +51,21 @@ class Settings(BaseSettings):
     max_file_bytes: int = 200 * 1024 * 1024
     max_pdf_pages: int = 5000
     max_chunks_per_document: int = Field(20_000, ge=1)
+
+    # Embedded model threads, measured with `citerag bench-embed` (README "Thread policy"): a query embeds on one
+    # OpenMP thread; ingest embeds `embed_workers` batches side by side (default: one per usable core), each on
+    # `embed_batch_threads` OpenMP threads.
+    embed_query_threads: int = Field(1, ge=1, le=256)
+    embed_workers: int | None = Field(None, ge=1, le=256, description="default: the cores this process may use")
+    embed_batch_threads: int = Field(1, ge=1, le=256)
+    embed_batch_size: int = Field(16, ge=1, le=1024)
+    # Ingest embeds passages that repeat an earlier one (up to case, spacing and punctuation) once.
+    skip_near_duplicates: bool = True
+
+    # BM25 token stream: "default" (words, CJK bigrams and single kanji) or "sudachi" (adds Japanese words from
+    # Sudachi; needs the japanese extra; embedded index only). "auto": the stream the index was built with, and for
+    # a new embedded index Sudachi when the extra is installed (chosen by `citerag bench` on JaQuAD, README).
+    sparse_tokenizer: Literal["auto", "default", "sudachi"] = "auto"
 
     # Search: defaults chosen by `citerag bench` on JaQuAD and SciFact (see README).
     fusion: Literal["rrf", "convex"] = "convex"
@@ -138,6 +162,10 @@ class Settings(BaseSettings):
     @property
     def resolved_cache_path(self) -> Path:
         return self.embedding_cache_path or self.data_dir / "embeddings.sqlite"
+
+    @property
+    def resolved_embed_workers(self) -> int:
+        return self.embed_workers or usable_cores()
 
     def search_config(self, **overrides) -> SearchConfig:
         min_rel, cov_w = RELEVANCE_DEFAULTS[self.embedder]

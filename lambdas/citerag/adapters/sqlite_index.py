@@ -117,6 +117,33 @@ class SqliteIndex:
                 self._conn.execute("INSERT OR REPLACE INTO meta VALUES ('dim', ?)", (str(dim),))
                 self._conn.execute("INSERT OR REPLACE INTO meta VALUES ('model_id', ?)", (model_id or "",))
 
+    def recorded_sparse_tokens(self) -> str | None:
+        """The BM25 token stream (search.sparse.BM25Tokens.name) this index was built with; None while it is empty
+        and nothing is recorded. An index from before this was recorded was built with the default stream."""
+        with self._lock:
+            try:
+                row = self._conn.execute("SELECT value FROM meta WHERE key='sparse_tokens'").fetchone()
+                empty = self._conn.execute("SELECT 1 FROM records LIMIT 1").fetchone() is None
+            except sqlite3.DatabaseError as exc:
+                raise self._translate(exc) from None
+        if empty:
+            return None
+        return row[0] if row else "default"
+
+    def check_sparse_tokens(self, name: str) -> None:
+        """Record which BM25 token stream fills this index and refuse another: sparse vectors made by one stream do
+        not match queries encoded by another. An empty index takes the stream it is given."""
+        recorded = self.recorded_sparse_tokens()
+        if recorded is not None and recorded != name:
+            raise IndexError_(
+                f"the index {self.path} was built with the {recorded!r} BM25 tokenizer, but the configured one is "
+                f"{name!r} (CITERAG_SPARSE_TOKENIZER); use the same tokenizer, another --index, or ingest the "
+                "documents again into a new index"
+            )
+        if recorded is None:
+            with self._lock, self._tx():
+                self._conn.execute("INSERT OR REPLACE INTO meta VALUES ('sparse_tokens', ?)", (name,))
+
     def _tx(self):
         return _Transaction(self)
 

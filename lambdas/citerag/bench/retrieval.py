@@ -4,12 +4,18 @@ and pipeline that `citerag search` uses. Passage embeddings come from the shared
 
 from __future__ import annotations
 
+import fcntl
 import json
+import math
+import os
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel
 
 from citerag.bench.metrics import Qrels, evaluate, percentile
@@ -17,7 +23,7 @@ from citerag.errors import CiteragError
 from citerag.search import fusion
 from citerag.search.pipeline import SearchConfig, SearchPipeline
 from citerag.search.ports import DocumentInfo, Embedder, Record, VectorIndex
-from citerag.search.sparse import CorpusStats, encode_document, term_counts
+from citerag.search.sparse import DEFAULT_TOKENS, BM25Tokens, CorpusStats, encode_document
 
 MODES = ("bm25", "dense", "hybrid")
 
@@ -75,12 +81,39 @@ def remove_index(path: Path) -> None:
         Path(str(path) + suffix).unlink(missing_ok=True)
 
 
+@contextmanager
+def run_index_path(folder: Path, name: str, chosen: Path | None = None) -> Iterator[Path]:
+    """The index file one benchmark run builds. Without `chosen`, a new file of its own, deleted afterwards, so
+    runs at the same time never share an index (they used to: one fixed path per dataset, and two runs broke each
+    other). A chosen path is kept for inspection and locked while the run uses it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if chosen is None:
+        fd, tmp = tempfile.mkstemp(prefix=f"{name}-", suffix=".sqlite", dir=folder)
+        os.close(fd)
+        path = Path(tmp)
+        try:
+            remove_index(path)
+            yield path
+        finally:
+            remove_index(path)
+        return
+    chosen.parent.mkdir(parents=True, exist_ok=True)
+    with open(str(chosen) + ".lock", "a+") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise CiteragError(f"another benchmark is using {chosen}; wait for it or leave out --index") from None
+        remove_index(chosen)
+        yield chosen
+
+
 def build_index(
-    ds: Dataset, embedder: Embedder, index: VectorIndex,
-    progress: Callable[[str, int, int], None] | None = None,
+    ds: Dataset, embedder: Embedder | None, index: VectorIndex,
+    progress: Callable[[str, int, int], None] | None = None, *, dim: int = 0, tokens: BM25Tokens = DEFAULT_TOKENS,
 ) -> tuple[VectorIndex, float, int]:
     """Fill an empty index with the corpus, each document whole. Returns (index, build seconds, passages
-    embedded now). Two passes: BM25 statistics, then vectors."""
+    embedded now). Two passes: BM25 statistics, then vectors. Without an embedder (BM25 only) nothing is embedded:
+    the records get zero vectors of `dim` dimensions, which no BM25 search reads."""
     t0 = time.perf_counter()
     texts = [doc_text(d) for d in ds.corpus]
     total = len(texts)
@@ -91,9 +124,13 @@ def build_index(
         if progress:
             progress("embed", done[0], total)
 
-    before = embedder.misses
-    vectors = embedder.embed_passages(texts, progress=tick)
-    counts = [term_counts(t) for t in texts]
+    if embedder is None:
+        before = 0
+        vectors = np.zeros((total, dim), dtype=np.float32)
+    else:
+        before = embedder.misses
+        vectors = embedder.embed_passages(texts, progress=tick)
+    counts = [tokens.counts(t) for t in texts]
     stats = CorpusStats()
     for c in counts:
         stats.add(c)
@@ -107,22 +144,27 @@ def build_index(
         batch.append((info, [rec], {}))
     index.replace_documents(batch)
     index.corpus_stats()  # load the in-memory snapshot now so it is not counted as query latency
-    return index, time.perf_counter() - t0, embedder.misses - before
+    return index, time.perf_counter() - t0, (embedder.misses - before) if embedder is not None else 0
 
 
 def run(
     ds: Dataset,
-    embedder: Embedder,
+    embedder: Embedder | None,
     index: VectorIndex,
     config: SearchConfig,
     modes: tuple[str, ...],
     progress: Callable[[str, int, int], None] | None = None,
+    runs_out: dict[str, dict[str, list[tuple[str, float]]]] | None = None,
+    tokens: BM25Tokens = DEFAULT_TOKENS,
 ) -> dict[str, dict[str, Any]]:
-    pipeline = SearchPipeline(embedder, index, config)
+    """Metrics and latency per mode. `runs_out`, when given, receives each mode's ranking (doc id, score) per
+    query, for a TREC run file."""
+    pipeline = SearchPipeline(embedder, index, config, tokens=tokens)
     qids = [q for q in ds.qrels if q in ds.queries]
     out: dict[str, dict[str, Any]] = {}
     for mode in modes:
         runs: dict[str, list[str]] = {}
+        scored: dict[str, list[tuple[str, float]]] = {}
         lat: list[float] = []
         # One warm-up query so imports and first-call costs are not counted.
         pipeline.search(ds.queries[qids[0]], top_k=100, mode=mode, grade=False)
@@ -131,16 +173,40 @@ def run(
             res = pipeline.search(ds.queries[q], top_k=100, mode=mode, grade=False)
             lat.append((time.perf_counter() - t) * 1000)
             runs[q] = [h.id for h in res.hits]
+            scored[q] = [(h.id, h.score) for h in res.hits]
             if progress and (i % 50 == 0 or i == len(qids)):
                 progress(mode, i, len(qids))
         m = evaluate(runs, ds.qrels)
         m.update({"p50_ms": percentile(lat, 50), "p95_ms": percentile(lat, 95), "queries": len(qids)})
         out[mode] = m
+        if runs_out is not None:
+            runs_out[mode] = scored
     return out
 
 
+def write_trec_run(path: Path, ranking: dict[str, list[tuple[str, float]]], tag: str) -> None:
+    """A TREC run file (`qid Q0 docid rank score tag`), readable by trec_eval, pytrec_eval and ir_measures.
+    Evaluators re-sort by score, so tied or rising scores are nudged down to keep citerag's order."""
+    lines = []
+    for qid in sorted(ranking):
+        prev = math.inf
+        for rank, (doc, score) in enumerate(ranking[qid], start=1):
+            s = score if score < prev else prev - 1e-6
+            prev = s
+            lines.append(f"{qid} Q0 {doc} {rank} {s:.6f} {tag}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + ("\n" if lines else ""), encoding="utf-8")
+
+
+def run_file_for(path: Path, mode: str, modes: tuple[str, ...]) -> Path:
+    """One run file per mode: the given name for a single mode, NAME-MODE.SUFFIX for several."""
+    if len(modes) == 1:
+        return path
+    return path.with_name(f"{path.stem}-{mode}{path.suffix or '.trec'}")
+
+
 def fusion_sweep(
-    ds: Dataset, embedder: Embedder, index: VectorIndex, candidates: int = 100
+    ds: Dataset, embedder: Embedder, index: VectorIndex, candidates: int = 100, tokens: BM25Tokens = DEFAULT_TOKENS,
 ) -> dict[str, dict[str, float]]:
     """nDCG@10 etc. for RRF and convex fusion at several alphas, from one dense and one sparse run."""
     from citerag.search.sparse import encode_query
@@ -151,7 +217,7 @@ def fusion_sweep(
     for q in qids:
         text = ds.queries[q]
         dense_runs[q] = index.query_dense(embedder.embed_query(text), candidates)
-        sparse_runs[q] = index.query_sparse(encode_query(text, stats), candidates)
+        sparse_runs[q] = index.query_sparse(encode_query(text, stats, tokens), candidates)
     variants: dict[str, Callable] = {"rrf(k=60)": lambda d, s: fusion.rrf([d, s], 60)}
     for alpha in (0.3, 0.4, 0.5, 0.6, 0.7):
         variants[f"convex(alpha={alpha})"] = lambda d, s, a=alpha: fusion.convex(d, s, a)
@@ -164,7 +230,7 @@ def fusion_sweep(
 
 def packing_comparison(
     ds: Dataset, embedder: Embedder, index: VectorIndex, config: SearchConfig, *,
-    top_k: int = 20, budget: int = 25_000,
+    top_k: int = 20, budget: int = 25_000, tokens: BM25Tokens = DEFAULT_TOKENS,
 ) -> dict[str, Any]:
     """Share of queries whose relevant document survives packing of the top-k hybrid hits into a Lambda
     response of `budget` bytes: citerag's packer vs dropping whole results from the tail."""
@@ -174,7 +240,7 @@ def packing_comparison(
     from citerag.handlers.search import envelope
     from citerag.search import packing
 
-    pipeline = SearchPipeline(embedder, index, config)
+    pipeline = SearchPipeline(embedder, index, config, tokens=tokens)
     qids = [q for q in ds.qrels if q in ds.queries]
     event = {"messageVersion": "1.0", "actionGroup": ACTION_GROUP, "function": FUNCTION_NAME,
              "sessionAttributes": {"citerag_search_retries": "0"}, "promptSessionAttributes": {}}

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from citerag.cli.common import IndexOpt, JsonOpt, app, components, errors, out, progress, samples_dir
+from citerag.cli.common import JsonOpt, app, components, errors, out, progress, samples_dir
 from citerag.components import Components
 from citerag.errors import CiteragError
 
@@ -24,7 +24,10 @@ def bench(
     alpha: Annotated[float | None, typer.Option("--alpha", min=0.0, max=1.0)] = None,
     sweep: Annotated[bool, typer.Option("--sweep", help="also compare fusion methods and alphas")] = False,
     packing: Annotated[bool, typer.Option("--packing", help="also compare packers on the top 20 in 25 KB")] = False,
-    index: IndexOpt = None,
+    runs: Annotated[Path | None, typer.Option("--runs", help="write the ranking as a TREC run file (one per mode: "
+                                              "FILE-MODE.trec when there are several)")] = None,
+    index: Annotated[Path | None, typer.Option("--index", help="keep the benchmark index at this path (default: a "
+                                               "new file for this run, deleted afterwards)")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """nDCG@10, Recall@5/100, MRR@10 and latency for bm25, dense and hybrid retrieval."""
@@ -37,11 +40,13 @@ def bench(
         if fusion not in (None, "rrf", "convex"):
             raise CiteragError(f"--fusion {fusion!r}: choose rrf or convex")
         ds = b.load_dataset(dataset, qrels)
-        path = index or components(None).settings.data_dir / "bench" / f"{ds.name}.sqlite"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        b.remove_index(path)
-        comps = components(path, fusion=fusion, alpha=alpha)
-        with progress() as bar:
+        # BM25 alone needs no vectors: the model is neither loaded nor run.
+        dense_needed = bool({"dense", "hybrid"} & set(modes)) or sweep or packing
+        rankings: dict[str, dict[str, list[tuple[str, float]]]] = {}
+        bench_dir = components(None).settings.data_dir / "bench"
+        with b.run_index_path(bench_dir, ds.name, index) as path, progress() as bar:
+            comps = components(path, fusion=fusion, alpha=alpha)
+            embedder = comps.embedder if dense_needed else None
             tasks: dict[str, Any] = {}
 
             def tick(stage: str, done: int, total: int) -> None:
@@ -49,17 +54,28 @@ def bench(
                     tasks[stage] = bar.add_task(f"{ds.name}: {stage}", total=total)
                 bar.update(tasks[stage], completed=done)
 
-            idx, build_s, embedded = b.build_index(ds, comps.embedder, comps.index, tick)
-            results = b.run(ds, comps.embedder, idx, comps.settings.search_config(), modes, tick)
-            sweep_res = b.fusion_sweep(ds, comps.embedder, idx) if sweep else None
+            tokens = comps.bm25_tokens
+            idx, build_s, embedded = b.build_index(ds, embedder, comps.index, tick, dim=comps.embedder_identity[1],
+                                                   tokens=tokens)
+            results = b.run(ds, embedder, idx, comps.settings.search_config(), modes, tick, runs_out=rankings,
+                            tokens=tokens)
+            sweep_res = b.fusion_sweep(ds, comps.embedder, idx, tokens=tokens) if sweep else None
             packing_res = (b.packing_comparison(ds, comps.embedder, idx, comps.settings.search_config(),
-                                                budget=comps.settings.response_budget_bytes) if packing else None)
+                                                budget=comps.settings.response_budget_bytes, tokens=tokens)
+                           if packing else None)
+            idx.close()
+        run_files = []
+        if runs is not None:
+            for m, ranking in rankings.items():
+                target = b.run_file_for(runs, m, modes)
+                b.write_trec_run(target, ranking, f"citerag-{m}")
+                run_files.append(str(target))
         for m in results.values():
             m["index_build_s"] = build_s
         cfg = comps.settings.search_config()
         meta = {"dataset": ds.name, "qrels": str(qrels or "qrels.tsv"), "documents": len(ds.corpus),
                 "embedded_now": embedded, "index_build_s": build_s,
-                "fusion": cfg.fusion, "alpha": cfg.alpha}
+                "fusion": cfg.fusion, "alpha": cfg.alpha, "bm25_tokens": tokens.name, "run_files": run_files}
         if as_json:
             payload: dict[str, Any] = dict(results)
             payload["_run"] = meta
@@ -77,7 +93,10 @@ def bench(
                           f"{r['p50_ms']:.1f}", f"{r['p95_ms']:.1f}")
         out.print(table)
         out.print(f"index build {build_s:.1f} s ({embedded} passages embedded now, the rest from the cache); "
-                  f"hybrid = {cfg.fusion}" + (f" alpha {cfg.alpha}" if cfg.fusion == "convex" else ""))
+                  f"hybrid = {cfg.fusion}" + (f" alpha {cfg.alpha}" if cfg.fusion == "convex" else "")
+                  + f"; BM25 tokens: {tokens.name}")
+        for f in run_files:
+            out.print(f"run file: {f}", highlight=False)
         if sweep_res:
             st = Table(title="fusion comparison")
             for col in ("fusion", "nDCG@10", "Recall@5", "Recall@100", "MRR@10"):

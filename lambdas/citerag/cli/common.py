@@ -14,10 +14,12 @@ try:
     from rich.console import Console
 except ImportError:  # pragma: no cover - the Lambda base install has no command line
     raise SystemExit("The command line needs an extra: pip install 'citerag[local]' or 'citerag[cli]'") from None
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from citerag.components import Components
 from citerag.errors import CiteragError
+from citerag.ingestion.progress import IngestProgress
 from citerag.settings import Settings
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Answers with verifiable citations.")
@@ -70,17 +72,48 @@ def samples_dir() -> Path:
 
 
 def run_ingest(comps: Components, paths: list[Path], *, sync: bool, extra: dict, quiet: bool):
+    """Ingest with a progress bar counted in passages (file, page, ETA) on stderr; failures are printed there as
+    they happen (unless quiet: --json reports them in its output)."""
     ingestor = comps.ingestor(extra)
-    with progress() as bar:
-        task = bar.add_task("Ingesting", total=None)
-
-        def on_start(n: int) -> None:
-            bar.update(task, total=n)
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[counts]}"),
+                   TimeElapsedColumn(), TextColumn("{task.fields[eta]}"), console=err, transient=True)
+    with bar:
+        task = bar.add_task("Ingesting", total=None, counts="", eta="")
 
         def on_file(r) -> None:
-            bar.advance(task)
+            if not quiet and r.status in ("failed", "skipped"):
+                colour = "red" if r.status == "failed" else "yellow"
+                bar.console.print(f"[{colour}]{r.status}[/] {escape(display(r.source))}: {escape(r.reason or '')}",
+                                  highlight=False, soft_wrap=True)
 
-        return ingestor.ingest_paths(paths, sync=sync, on_start=on_start, on_file=on_file)
+        def on_progress(p: IngestProgress) -> None:
+            bar.update(task, description=escape(progress_description(p)), completed=p.passages_done,
+                       total=max(p.passages_total, 1), counts=progress_counts(p), eta=progress_eta(p))
+
+        return ingestor.ingest_paths(paths, sync=sync, on_file=on_file, on_progress=on_progress)
+
+
+def progress_description(p: IngestProgress) -> str:
+    """`file.pdf p. 3/40` for the file being embedded (page or section done of its total)."""
+    if not p.current:
+        return f"Ingesting ({p.files_done}/{p.files_total} files)"
+    name = Path(display(p.current)).name
+    unit = "p." if p.current.lower().endswith(".pdf") else "§"
+    where = f" {unit} {p.page or 0}/{p.pages}" if p.pages and p.pages > 1 else ""
+    return f"{one_line(name, 40)}{where}"
+
+
+def progress_counts(p: IngestProgress) -> str:
+    approx = "" if p.passages_exact else "≈"
+    return f"{p.passages_done:,}/{approx}{p.passages_total:,} passages"
+
+
+def progress_eta(p: IngestProgress) -> str:
+    if p.eta_s is None:
+        return "ETA …"
+    m, sec = divmod(round(p.eta_s), 60)
+    h, m = divmod(m, 60)
+    return f"ETA {h}:{m:02d}:{sec:02d}" if h else f"ETA {m}:{sec:02d}"
 
 
 def display(uri: str) -> str:

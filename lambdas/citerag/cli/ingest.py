@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from citerag.cli.common import (
     IndexOpt,
@@ -35,24 +37,30 @@ def ingest(
     with errors(as_json):
         extra = parse_meta(meta or [])
         comps = components(index, namespace)
+        started = time.monotonic()
         results = run_ingest(comps, paths, sync=sync, extra=extra, quiet=as_json)
+        seconds = time.monotonic() - started
         counts = {s: sum(1 for r in results if r.status == s)
                   for s in ("added", "replaced", "unchanged", "removed", "skipped", "failed")}
+        embedded = comps.embedder.misses
+        passages = sum(r.chunks for r in results if r.status in ("added", "replaced"))
         if as_json:
-            print(json.dumps({"summary": counts, "embedded": comps.embedder.misses,
-                              "results": [r.model_dump() for r in results]}, ensure_ascii=False))
+            print(json.dumps({"summary": counts, "embedded": embedded, "passages": passages,
+                              "seconds": round(seconds, 3), "results": [r.model_dump() for r in results]},
+                             ensure_ascii=False))
         else:
-            _print_ingest(results, counts, comps.embedder.misses)
+            _print_ingest(results, counts, embedded, passages, seconds)
         if counts["failed"] and not (counts["added"] or counts["replaced"] or counts["unchanged"]):
             raise typer.Exit(1)
 
 
-def _print_ingest(results, counts: dict[str, int], embedded: int) -> None:
+def _print_ingest(results, counts: dict[str, int], embedded: int, passages: int, seconds: float) -> None:
+    """Failures and skips were printed on stderr as they happened; here what changed, then one summary line."""
     for r in results:
-        if r.status in ("failed", "skipped"):
-            colour = "red" if r.status == "failed" else "yellow"
-            out.print(f"[{colour}]{r.status}[/] {display(r.source)}: {r.reason}", highlight=False)
-        elif r.status != "unchanged":
-            out.print(f"[green]{r.status}[/] {display(r.source)} ({r.chunks} chunks)", highlight=False)
+        if r.status in ("added", "replaced", "removed"):
+            out.print(f"[green]{r.status}[/] {escape(display(r.source))} ({r.chunks} chunks)", highlight=False,
+                      soft_wrap=True)
     summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
-    out.print(f"[bold]{summary or 'nothing to do'}[/]; {embedded} passages embedded", highlight=False)
+    rate = f", {passages / seconds:.1f} passages/s" if passages and seconds > 0 else ""
+    out.print(f"[bold]{summary or 'nothing to do'}[/]; {passages} passages indexed, {embedded} embedded "
+              f"in {seconds:.1f} s{rate}", highlight=False, soft_wrap=True)

@@ -21,7 +21,7 @@ from citerag.search.passage import Passage
 from citerag.search.ports import Embedder, Match, Reranker, VectorIndex
 from citerag.search.query import Query, analyze
 from citerag.search.resilience import CircuitBreaker, CircuitOpenError
-from citerag.search.sparse import CorpusStats, encode_query, term_id, tokenize
+from citerag.search.sparse import DEFAULT_TOKENS, BM25Tokens, CorpusStats, encode_query, term_id, tokenize
 
 logger = logging.getLogger(__name__)
 
@@ -63,8 +63,10 @@ class SearchPipeline:
         reranker: Reranker | None = None,
         stats_provider=None,
         breakers: dict[str, CircuitBreaker] | None = None,
+        tokens: BM25Tokens = DEFAULT_TOKENS,
     ) -> None:
         self.embedder = embedder
+        self.tokens = tokens  # the BM25 token stream the index was built with
         self.index = index
         self.config = config or SearchConfig()
         self.reranker = reranker
@@ -112,7 +114,7 @@ class SearchPipeline:
 
         def sparse_branch() -> list[Match]:
             t = time.perf_counter()
-            qs = encode_query(q, stats)
+            qs = encode_query(q, stats, self.tokens)
             res = self._guard("sparse", lambda: self.index.query_sparse(qs, n_cand, flt, namespace))
             timings["sparse_ms"] = (time.perf_counter() - t) * 1000
             return res

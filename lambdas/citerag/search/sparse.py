@@ -73,6 +73,26 @@ def term_counts(text: str) -> Counter[int]:
     return Counter(term_id(t) for t in tokenize(text))
 
 
+class BM25Tokens:
+    """The BM25 token stream: `tokenize`'s tokens, plus whatever `extra` adds (a morphological analyser's words,
+    adapters.sudachi_tokens). Ingest and search must use the same stream, so its `name` is recorded in the index.
+    Only the BM25 stream changes: relevance grading, packing and sentence selection keep `tokenize`."""
+
+    name = "default"
+
+    def extra(self, text: str) -> list[str]:
+        return []
+
+    def counts(self, text: str, base: Counter[int] | None = None) -> Counter[int]:
+        """Term counts of `text`; `base` is its `term_counts` when already known (an analysed query)."""
+        counts = Counter(base) if base is not None else term_counts(text)
+        counts.update(term_id(t) for t in self.extra(text))
+        return counts
+
+
+DEFAULT_TOKENS = BM25Tokens()
+
+
 class SparseVector(BaseModel):
     """Pinecone's sparse_values shape."""
 
@@ -134,10 +154,10 @@ def encode_document(counts: Counter[int], stats: CorpusStats, params: BM25Params
     return _top(weights)
 
 
-def encode_query(query, stats: CorpusStats) -> SparseVector:
+def encode_query(query, stats: CorpusStats, tokens: BM25Tokens = DEFAULT_TOKENS) -> SparseVector:
     """BM25 query vector: IDF per term (terms the corpus lacks are left out). `query` is text or an analysed
     `search.query.Query`, whose term counts are reused."""
-    counts = term_counts(query) if isinstance(query, str) else query.term_counts
+    counts = tokens.counts(query) if isinstance(query, str) else tokens.counts(query.text, query.term_counts)
     weights = {t: stats.idf(t) * n for t, n in counts.items() if stats.df.get(t)}
     return _top(weights)
 
