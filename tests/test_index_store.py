@@ -243,3 +243,52 @@ INSERT INTO meta VALUES ('schema_version', '1'), ('generation', '3'), ('dim', '8
     assert [m.metadata["page"] for m in idx.query_dense(vec(2), 10, namespace="other")] == [3]
     idx.replace_document(info("a", "v2"), [rec("a#0", "a", 9, page=7)], {})
     assert [m.metadata["page"] for m in idx.query_dense(vec(2), 10)] == [7]
+
+
+# --- the approximate option (CITERAG_INDEX_ANN=hnsw) ---------------------------------------------------------------
+
+def test_hnsw_search_keeps_exact_scores_filters_and_deletions(tmp_path, monkeypatch):
+    from citerag.adapters import ann
+
+    monkeypatch.setattr(ann, "MIN_ROWS", 100)
+    monkeypatch.setattr(ann, "EXACT_ALLOWED", 50)
+    rng = np.random.default_rng(0)
+    centroids = rng.normal(size=(20, DIM))
+    path = tmp_path / "i.sqlite"
+    exact = SqliteIndex(path, dim=DIM, model_id="t")
+    batch = []
+    for d in range(300):
+        recs = []
+        for j in range(4):
+            v = centroids[(d * 4 + j) % 20] + 0.3 * rng.normal(size=DIM)
+            recs.append(Record(id=f"d{d}#{j}", values=(v / np.linalg.norm(v)).astype(np.float32),
+                               metadata={"doc_id": f"d{d}", "tenant": f"t{d % 4}"}))
+        batch.append((info(f"d{d}"), recs, {}))
+    exact.replace_documents(batch)
+    for d in range(0, 300, 10):
+        exact.delete_document(f"d{d}")
+    approx = SqliteIndex(path, dim=DIM, model_id="t", ann="hnsw")
+    found = 0
+    for s in range(20):
+        q = vec(1000 + s)
+        truth = exact.query_dense(q, 10)
+        got = approx.query_dense(q, 10)
+        found += len({m.id for m in truth} & {m.id for m in got})
+        by_id = {m.id: m.score for m in truth}
+        assert all(m.score == pytest.approx(by_id[m.id]) for m in got if m.id in by_id)  # exact re-scoring
+        filtered = approx.query_dense(q, 10, {"tenant": "t1"})
+        assert len(filtered) == 10 and {m.metadata["tenant"] for m in filtered} == {"t1"}
+        assert not any(m.metadata["doc_id"] in {f"d{d}" for d in range(0, 300, 10)} for m in got)
+    assert found / 200 >= 0.9  # recall@10
+    saved = json.loads(next(Path(str(path) + "-snapshot").glob("ns-*/e*/hnsw.json")).read_text())
+    assert saved["rows"] == 1200
+    # Rows appended after the graph was built are searched exactly until the graph grows to cover them.
+    exact.replace_document(info("new"), [Record(id="new#0", values=vec(5000), metadata={"doc_id": "new"})], {})
+    assert approx.query_dense(vec(5000), 1)[0].id == "new#0"
+
+
+def test_an_unknown_approximate_search_is_refused(tmp_path):
+    from citerag.errors import IndexError_
+
+    with pytest.raises(IndexError_, match="unknown approximate search"):
+        SqliteIndex(tmp_path / "i.sqlite", dim=DIM, model_id="t", ann="ivf")

@@ -67,7 +67,8 @@ class Components:
         from citerag.adapters.sqlite_index import SqliteIndex
 
         model_id, dim = self.embedder_identity
-        return SqliteIndex(s.resolved_index_path, dim=dim, model_id=model_id)
+        return SqliteIndex(s.resolved_index_path, dim=dim, model_id=model_id, ann=s.index_ann,
+                           ann_ef_search=s.hnsw_ef_search)
 
     def _pinecone_index(self):
         from citerag.adapters import aws

@@ -72,7 +72,10 @@ _MASKS_KEPT = 4  # filter masks cached per index: one query's dense and sparse h
 class SqliteIndex:
     """Embedded VectorIndex. Safe to share between threads of one process, and between processes."""
 
-    def __init__(self, path: Path, *, dim: int | None = None, model_id: str | None = None, timeout: float = 5.0):
+    def __init__(self, path: Path, *, dim: int | None = None, model_id: str | None = None, timeout: float = 5.0,
+                 ann: str = "exact", ann_ef_search: int = 64):
+        """`ann="hnsw"`: dense searches of namespaces with at least `ann.MIN_ROWS` rows go through an HNSW graph
+        (citerag.adapters.ann) instead of the exact scan."""
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._timeout = timeout
@@ -96,6 +99,13 @@ class SqliteIndex:
         except sqlite3.DatabaseError as exc:
             raise self._translate(exc) from None
         self._store = IndexStore(self.path, self._source)
+        self._ann = None
+        if ann == "hnsw":
+            from citerag.adapters.ann import HnswDense
+
+            self._ann = HnswDense(self._store, ef_search=ann_ef_search)
+        elif ann != "exact":
+            raise IndexError_(f"unknown approximate search {ann!r}; use exact or hnsw")
 
     # --- lifecycle and errors -------------------------------------------------------------------------------
 
@@ -405,7 +415,11 @@ class SqliteIndex:
         snap = self._snapshot(namespace)
         if not snap.n or top_k <= 0:
             return []
-        scores = snap.dense @ np.asarray(vector, dtype=np.float32)
+        q = np.asarray(vector, dtype=np.float32)
+        if self._ann is not None and snap.n >= _ann_min_rows():
+            rows, scores = self._ann.search(snap, q, top_k, self._allowed(snap, flt))
+            return self._best(snap, rows, scores, top_k)
+        scores = snap.dense @ q
         return self._top(snap, np.asarray(scores), top_k, flt)
 
     def query_sparse(
@@ -458,10 +472,28 @@ class SqliteIndex:
         cand = cand[np.isfinite(scores[cand])]
         if k < n and len(cand) == k:
             cand = self._ties_by_id(snap, scores, cand, k)
-        rows = self._hits(snap, cand)
+        return self._matches(snap, cand, scores[cand])
+
+    def _best(self, snap: Snapshot, rows: np.ndarray, scores: np.ndarray, top_k: int) -> list[Match]:
+        """The top k of candidate rows (an approximate search's), ties at the k-th score by id."""
+        k = min(top_k, len(rows))
+        if k < len(rows):
+            part = np.argpartition(-scores, k - 1)
+            kth = scores[part[k - 1]]
+            inside, tied = part[:k][scores[part[:k]] > kth], np.flatnonzero(scores == kth)
+            ids = self._ids(snap, rows[tied])
+            chosen = [t for _, t in sorted(zip(ids, tied.tolist(), strict=True))[: k - len(inside)]]
+            pick = np.concatenate([inside, np.asarray(chosen, dtype=np.int64)])
+            rows, scores = rows[pick], scores[pick]
+        return self._matches(snap, rows, scores)
+
+    def _matches(self, snap: Snapshot, rows: np.ndarray, scores: np.ndarray) -> list[Match]:
+        hits = self._hits(snap, rows)
         # Ties broken by id so the same index and query always give the same order.
-        order = sorted((i for i in cand.tolist() if i in rows), key=lambda i: (-float(scores[i]), rows[i][0]))
-        return [Match(id=rows[i][0], score=float(scores[i]), metadata=rows[i][1]) for i in order]
+        order = sorted((i for i in range(len(rows)) if int(rows[i]) in hits),
+                       key=lambda i: (-float(scores[i]), hits[int(rows[i])][0]))
+        return [Match(id=hits[int(rows[i])][0], score=float(scores[i]), metadata=hits[int(rows[i])][1])
+                for i in order]
 
     def _ties_by_id(self, snap: Snapshot, scores: np.ndarray, cand: np.ndarray, k: int) -> np.ndarray:
         """When the k-th score is shared by rows left out, keep those with the smallest ids, whatever the order
@@ -525,6 +557,12 @@ class SqliteIndex:
                 raise self._translate(exc) from None
             self._snapshots[namespace] = snap
             return snap
+
+
+def _ann_min_rows() -> int:
+    from citerag.adapters import ann
+
+    return ann.MIN_ROWS
 
 
 class _DocFreqs(Mapping):
