@@ -70,7 +70,7 @@ steps = st.lists(st.tuples(st.integers(0, 5), st.integers(0, 3), st.lists(metada
                  min_size=1, max_size=12)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=steps, flt=flt_st, seed=st.integers(0, 1000), reopen=st.booleans())
 def test_search_equals_exact_scan_with_the_reference_filter(tmp_path_factory, steps, flt, seed, reopen):
     path = tmp_path_factory.mktemp("prop") / "i.sqlite"

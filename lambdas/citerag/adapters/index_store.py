@@ -321,6 +321,7 @@ class IndexStore:
             # A read-only index (a baked image, a read-only mount): keep this process's structure in a temp dir.
             self.root = Path(tempfile.mkdtemp(prefix="citerag-snapshot-"))
         self._values: dict[tuple[str, int, str], _KeyValues] = {}
+        self._values_lock = threading.Lock()
 
     # --- paths and manifest ------------------------------------------------------------------------------------
 
@@ -332,34 +333,32 @@ class IndexStore:
 
     def key_values(self, namespace: str, epoch: int, key: str) -> _KeyValues:
         k = (namespace, epoch, key)
-        if k not in self._values:
-            self._values = {kk: v for kk, v in self._values.items() if kk[:2] != (namespace, epoch - 1)}
-            self._values[k] = _KeyValues()
-        return self._values[k]
+        with self._values_lock:
+            if k not in self._values:
+                self._values = {kk: v for kk, v in self._values.items() if kk[:2] != (namespace, epoch - 1)}
+                self._values[k] = _KeyValues()
+            return self._values[k]
 
     def manifest(self, namespace: str, db_id: str, dim: int) -> dict[str, Any] | None:
         """The persisted manifest if it belongs to this database and its files are all there."""
         try:
             m = json.loads((self.ns_dir(namespace) / "manifest.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            ok = (m.get("version") == MANIFEST_VERSION and m.get("db_id") == db_id and m.get("namespace") == namespace
+                  and m.get("dim") == dim and self._files_ok(namespace, m))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
-        if (m.get("version") != MANIFEST_VERSION or m.get("db_id") != db_id or m.get("namespace") != namespace
-                or m.get("dim") != dim):
-            return None
+        return m if ok else None
+
+    def _files_ok(self, namespace: str, m: dict[str, Any]) -> bool:
+        dim = m["dim"]
         root = self.epoch_dir(namespace, m["epoch"])
         n = m["n_rows"]
-        try:
-            if (root / "dense.f32").stat().st_size < n * dim * 4 or (root / "seq.i64").stat().st_size < n * 8:
-                return None
-            # A torn append shows as a wrong last sequence number.
-            if n and int(np.fromfile(root / "seq.i64", np.int64, count=1, offset=(n - 1) * 8)[0]) != m["max_seq"]:
-                return None
-            for a, b, _, _ in m["segments"]:
-                if not (root / f"p{a}-{b}.rows").exists():
-                    return None
-        except OSError:
-            return None
-        return m
+        if (root / "dense.f32").stat().st_size < n * dim * 4 or (root / "seq.i64").stat().st_size < n * 8:
+            return False
+        # A torn append shows as a wrong last sequence number.
+        if n and int(np.fromfile(root / "seq.i64", np.int64, count=1, offset=(n - 1) * 8)[0]) != m["max_seq"]:
+            return False
+        return all((root / f"p{a}-{b}.rows").exists() for a, b, _, _ in m["segments"])
 
     @contextlib.contextmanager
     def locked(self, namespace: str) -> Iterator[None]:
@@ -447,8 +446,9 @@ class IndexStore:
             m = self._apply(namespace, m, d, gen, write_manifest=False)
         (root / "dead.i64").touch()
         self._publish(namespace, m)
+        # The previous epoch stays one rebuild longer: a reader that mapped it may still load a column from it.
         for stale in ns_dir.glob("e*"):
-            if stale.is_dir() and stale.name != f"e{epoch}":
+            if stale.is_dir() and stale.name[1:].isdigit() and int(stale.name[1:]) < epoch - 1:
                 shutil.rmtree(stale, ignore_errors=True)
         return m
 

@@ -85,6 +85,7 @@ class SqliteIndex:
         self._stats: dict[str, tuple[int, CorpusStats]] = {}
         self._masks: OrderedDict[tuple, np.ndarray] = OrderedDict()
         self._hit_cache: dict[int, tuple[str, dict]] = {}
+        self._hit_lock = threading.Lock()
         self._mask_lock = threading.Lock()
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
@@ -442,9 +443,13 @@ class SqliteIndex:
                 if hit[i]:
                     s, e = seg.starts[pos[i]], seg.starts[pos[i] + 1]
                     scores[seg.rows[s:e]] += w * seg.vals[s:e]
-        # Pinecone's sparse search only returns records that share a term with the query.
-        scores[scores <= 0] = -np.inf
-        return self._top(snap, scores, top_k, flt)
+        # Pinecone's sparse search only returns records that share a term with the query: those are the candidates
+        # (a few percent of the rows), so ranking costs what the query's postings cost.
+        rows = np.flatnonzero(scores > 0)
+        allowed = self._allowed(snap, flt)
+        if allowed is not None:
+            rows = rows[allowed[rows]]
+        return self._best(snap, rows, scores[rows], top_k)
 
     def _allowed(self, snap: Snapshot, flt: dict | None) -> np.ndarray | None:
         """Rows a search may return: live ones that pass the filter (None: all of them)."""
@@ -524,7 +529,7 @@ class SqliteIndex:
             return {}
         seqs = snap.seq[rows].tolist()
         cache = self._hit_cache
-        with self._mask_lock:
+        with self._hit_lock:
             found = {s: cache[s] for s in seqs if s in cache}
         missing = [s for s in seqs if s not in found]
         if missing:
@@ -532,7 +537,7 @@ class SqliteIndex:
                 f"SELECT seq, id, metadata FROM records WHERE seq IN ({','.join('?' * len(missing))})",
                 tuple(missing))}
             found.update(got)
-            with self._mask_lock:
+            with self._hit_lock:
                 cache.update(got)
                 while len(cache) > _HITS_KEPT:  # oldest first
                     cache.pop(next(iter(cache)))
