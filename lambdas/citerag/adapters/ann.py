@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from citerag.adapters.index_store import IndexStore, Snapshot
+from citerag.adapters.index_store import IndexStore, Snapshot, scan
 from citerag.errors import CiteragError
 
 # Below this many rows the exact scan is a few milliseconds: no graph.
@@ -62,16 +62,19 @@ class HnswDense:
                 tail = tail[allowed[covered:]]
             rows = np.concatenate([keys, tail])
             if len(rows) >= min(k, n_allowed) or want >= covered:
-                return rows, np.asarray(snap.dense[np.sort(rows)] @ q)[np.argsort(np.argsort(rows))]
+                order = np.argsort(rows)  # read the vectors in file order, score them back in candidate order
+                scores = np.empty(len(rows), dtype=np.float32)
+                scores[order] = scan(snap.dense[rows[order]], q)
+                return rows, scores
             want = min(covered, want * 4)
         return self._exact(snap, q, allowed)
 
     @staticmethod
     def _exact(snap: Snapshot, q: np.ndarray, allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         if allowed is None:
-            return np.arange(snap.n, dtype=np.int64), np.asarray(snap.dense @ q)
+            return np.arange(snap.n, dtype=np.int64), scan(snap.dense, q)
         rows = np.flatnonzero(allowed)
-        return rows, np.asarray(snap.dense[rows] @ q)
+        return rows, scan(snap.dense[rows], q)
 
     # --- the graph ---------------------------------------------------------------------------------------------------
 

@@ -74,6 +74,29 @@ class Delta:
             del lst[i]
 
 
+# --- the dense scan ----------------------------------------------------------------------------------------------
+
+_blas = None
+
+
+def scan(matrix: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """matrix @ q on one BLAS thread. A matrix-vector product is memory-bound, and the search runs it beside the
+    sparse half on the other core: OpenBLAS's second thread only waits for a busy core (on the shared 2-core machine
+    a 100k-row scan took 31 ms on two threads, 21 ms on one)."""
+    global _blas
+    if _blas is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+
+            _blas = ThreadpoolController()
+        except ImportError:  # the base install: BLAS's own threading
+            _blas = False
+    if not _blas:
+        return np.asarray(matrix @ q)
+    with _blas.limit(limits=1, user_api="blas"):
+        return np.asarray(matrix @ q)
+
+
 # --- files ---------------------------------------------------------------------------------------------------------
 
 def _stem(key: str) -> str:

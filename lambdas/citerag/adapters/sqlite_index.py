@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from citerag.adapters.index_store import Delta, IndexStore, Snapshot, Source
+from citerag.adapters.index_store import Delta, IndexStore, Snapshot, Source, scan
 from citerag.errors import IndexError_
 from citerag.search import filters
 from citerag.search.ports import DocumentInfo, Match, Record
@@ -420,8 +420,7 @@ class SqliteIndex:
         if self._ann is not None and snap.n >= _ann_min_rows():
             rows, scores = self._ann.search(snap, q, top_k, self._allowed(snap, flt))
             return self._best(snap, rows, scores, top_k)
-        scores = snap.dense @ q
-        return self._top(snap, np.asarray(scores), top_k, flt)
+        return self._top(snap, scan(snap.dense, q), top_k, flt)
 
     def query_sparse(
         self, vector: SparseVector, top_k: int, flt: dict | None = None, namespace: str = ""
