@@ -252,6 +252,9 @@ class ValueColumn:
             return np.zeros(self.n_rows, dtype=bool)
         row_code = self._single()
         if row_code is not None:
+            hit = np.flatnonzero(vm)
+            if len(hit) == 1:  # one value (a tenant, a language): one comparison per row
+                return row_code == hit[0]
             # One element per row at most: a gather, with code -1 (no element) reading the appended False.
             return np.append(vm, False)[row_code]
         out = np.zeros(self.n_rows, dtype=bool)
