@@ -1,11 +1,12 @@
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from citerag.errors import FilterSyntaxError
-from citerag.search.filters import combine, matches, parse_cli, validate
+from citerag.search.filters import MISSING, ValueColumn, combine, compile_mask, matches, parse_cli, validate
 
 MD = {"page": 3, "lang": "ja", "tags": ["manual", "faq"], "public": True, "score": 0.5}
 
@@ -126,3 +127,68 @@ def reference(flt, md):
 @given(filters_st, metadata)
 def test_filter_evaluator_agrees_with_reference(flt, md):
     assert matches(validate(flt), md) == reference(flt, md)
+
+
+# --- the compiled mask means exactly what `matches` means ----------------------------------------------------------
+
+# Wider than the reference test's data: mixed kinds in one field and one list, 1 vs 1.0 vs True, integers past
+# float64's exact range, NaN and infinities, nulls, nested lists and objects (JSON allows them; they match nothing).
+wide_scalars = st.one_of(
+    st.integers(-3, 3), st.sampled_from([0.0, 1.0, 2.5, -0.0, float("inf"), float("nan")]),
+    st.sampled_from([2**53, 2**53 + 1, -(2**60)]), st.sampled_from(["a", "b", "", "ü"]), st.booleans(),
+)
+wide_values = st.one_of(
+    wide_scalars, st.none(), st.lists(st.one_of(wide_scalars, st.none(), st.lists(wide_scalars, max_size=1)),
+                                      max_size=4),
+    st.just({"nested": 1}),
+)
+wide_metadata = st.dictionaries(fields, wide_values)
+wide_ops = st.one_of(
+    st.tuples(st.sampled_from(["$eq", "$ne"]), wide_scalars),
+    st.tuples(st.sampled_from(["$gt", "$gte", "$lt", "$lte"]),
+              st.one_of(st.integers(-4, 4), st.sampled_from([0.5, 2**53, 2**53 + 1, float("-inf")]))),
+    st.tuples(st.sampled_from(["$in", "$nin"]), st.lists(wide_scalars, min_size=1, max_size=3)),
+    st.tuples(st.just("$exists"), st.booleans()),
+)
+wide_leaf = st.one_of(
+    st.builds(lambda f, o: {f: {o[0]: o[1]}}, fields, wide_ops),
+    st.builds(lambda f, v: {f: v}, fields, wide_scalars),  # the implicit $eq
+    st.builds(lambda f, a, b: {f: {a[0]: a[1], b[0]: b[1]}}, fields, wide_ops, wide_ops),  # two ops: both hold
+)
+wide_filters = st.recursive(
+    wide_leaf,
+    lambda children: st.one_of(
+        st.builds(lambda k, xs: {k: xs}, st.sampled_from(["$and", "$or"]), st.lists(children, min_size=1,
+                                                                                     max_size=3)),
+        st.builds(lambda a, b: {**a, **b}, children, children),  # several keys in one object: all hold
+    ),
+    max_leaves=6,
+)
+
+
+def _mask(flt, rows):
+    columns = {f: ValueColumn.from_values([md.get(f, MISSING) for md in rows]) for f in ("x", "y", "z")}
+    present = {f for md in rows for f in md}
+    return compile_mask(flt, lambda f: columns[f] if f in present else None, len(rows))
+
+
+@settings(max_examples=1500, deadline=None)
+@given(wide_filters, st.lists(wide_metadata, max_size=12))
+def test_compiled_mask_agrees_with_matches(flt, rows):
+    assert _mask(validate(flt), rows).tolist() == [matches(flt, md) for md in rows]
+
+
+@settings(max_examples=500, deadline=None)
+@given(filters_st, st.lists(metadata, max_size=12))
+def test_compiled_mask_agrees_with_the_reference(flt, rows):
+    assert _mask(flt, rows).tolist() == [reference(flt, md) for md in rows]
+
+
+def test_compiled_mask_on_a_list_field_and_a_missing_key():
+    rows = [{"x": ["a", "b"]}, {"x": "a"}, {"x": []}, {}, {"x": ["b"]}]
+    assert _mask({"x": "a"}, rows).tolist() == [True, True, False, False, False]
+    assert _mask({"x": {"$nin": ["a"]}}, rows).tolist() == [False, False, True, True, True]
+    assert _mask({"x": {"$exists": True}}, rows).tolist() == [True, True, True, False, True]
+    assert _mask({"y": {"$ne": 1}}, rows).tolist() == [True] * 5  # absent everywhere: $ne holds
+    assert _mask({"y": 1}, rows).tolist() == [False] * 5
+    assert np.array_equal(_mask(None, rows), np.ones(5, dtype=bool))

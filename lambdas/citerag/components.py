@@ -106,7 +106,9 @@ class Components:
         from citerag.adapters.sqlite_index import SqliteIndex
 
         model_id, dim = self.embedder_identity
-        return SqliteIndex(self.settings.resolved_index_path, dim=dim, model_id=model_id)
+        s = self.settings
+        return SqliteIndex(s.resolved_index_path, dim=dim, model_id=model_id, ann=s.index_ann,
+                           ann_ef_search=s.hnsw_ef_search)
 
     def _pinecone_index(self):
         from citerag.adapters import aws

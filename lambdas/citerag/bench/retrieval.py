@@ -76,9 +76,10 @@ def doc_text(d: dict[str, str]) -> str:
 
 
 def remove_index(path: Path) -> None:
-    """Delete an embedded index file (and its WAL) so a benchmark builds it from scratch."""
-    for suffix in ("", "-wal", "-shm"):
-        Path(str(path) + suffix).unlink(missing_ok=True)
+    """Delete an embedded index (its WAL and read structure too) so a benchmark builds it from scratch."""
+    from citerag.adapters.sqlite_index import remove_index_files
+
+    remove_index_files(path)
 
 
 @contextmanager

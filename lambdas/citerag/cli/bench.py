@@ -115,6 +115,64 @@ def bench(
 
 
 
+@app.command("bench-index")
+def bench_index(
+    sizes: Annotated[str, typer.Option("--sizes", help="comma-separated chunk counts, built up in one index")]
+    = "10000,100000",
+    work_dir: Annotated[Path | None, typer.Option("--work-dir", help="where the synthetic indexes go (default: "
+                                                  "DATA_DIR/bench/index; deleted and rebuilt)")] = None,
+    queries: Annotated[int, typer.Option("--queries", min=10, max=10_000)] = 200,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    references: Annotated[bool, typer.Option("--references/--no-references", help="numpy floor, LanceDB, "
+                                             "sqlite-vec, usearch HNSW (those installed) on the same data")] = True,
+    replacements: Annotated[int, typer.Option("--replacements", min=0, help="also search while another process "
+                                              "replaces this many documents")] = 0,
+    ann: Annotated[str | None, typer.Option("--ann", help="also probe this CITERAG_INDEX_ANN setting (hnsw)")]
+    = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The embedded index at scale on synthetic chunks: build chunks/s, open + first query, memory, warm p50/p95
+    of dense, sparse and hybrid searches with and without a tenant filter, against reference systems."""
+    from citerag.bench import index as ib
+
+    with errors(as_json):
+        try:
+            counts = [int(s.replace("_", "")) for s in sizes.split(",") if s.strip()]
+        except ValueError:
+            raise CiteragError(f"--sizes {sizes!r}: give chunk counts such as 10000,100000") from None
+        if not counts or any(c < ib.CHUNKS_PER_DOC * 10 or c > 10_000_000 for c in counts):
+            raise CiteragError("--sizes: each size must be between 100 and 10,000,000 chunks")
+        if ann not in (None, "hnsw"):
+            raise CiteragError(f"--ann {ann!r}: the approximate option is hnsw")
+        root = work_dir or components(None).settings.data_dir / "bench" / "index"
+        with progress() as bar:
+            task = bar.add_task("bench-index", total=None)
+            report = ib.run(counts, root, queries=queries, seed=seed, references=references,
+                            replacements=replacements, ann=ann,
+                            progress=lambda msg: bar.update(task, description=msg))
+        if as_json:
+            print(json.dumps(report))
+            return
+        table = Table(title=f"embedded index, synthetic chunks ({queries} queries, top {ib.TOP_K}; ms p50 / p95)")
+        for col in ib.COLUMNS:
+            table.add_column(col, justify="left" if col == "system" else "right")
+        for row in ib.table_rows(report):
+            table.add_row(*row)
+        out.print(table)
+        for size, row in report["sizes"].items():
+            c = row.get("citerag", {})
+            if "hybrid" in c and "hybrid_filtered" in c:
+                out.print(f"{int(size):,} chunks: filtered/unfiltered hybrid p50 "
+                          f"{c['hybrid_filtered']['p50_ms'] / c['hybrid']['p50_ms']:.2f}; index on disk "
+                          f"{row['index_bytes'] / 1e6:,.0f} MB; build {row['build'].get('chunks_per_s', 0):,.0f} "
+                          f"chunks/s (last transaction {row['build'].get('last_tx_chunks_per_s', 0):,.0f})")
+            if "during_ingest" in row:
+                d = row["during_ingest"]
+                out.print(f"  while another process replaced {d.get('replacements')} documents: "
+                          f"{d.get('searches_during_ingest')} hybrid searches, p50 {d.get('during_p50_ms')} ms, "
+                          f"p95 {d.get('during_p95_ms')} ms (idle: {d.get('idle_p50_ms')} / {d.get('idle_p95_ms')})")
+
+
 @app.command("bench-agent")
 def bench_agent(
     dataset: Annotated[Path, typer.Argument(help="dataset folder with answers.jsonl (JaQuAD layout)")],

@@ -1,0 +1,573 @@
+"""The embedded index's read structure: what a search scans, kept on disk beside the SQLite file and mapped into
+memory, so a new process opens a million-chunk index in milliseconds and a commit appends instead of reloading.
+
+SQLite stays the durable, transactional store. This structure is derived from it, per namespace, keyed by the
+database's id and the namespace's generation, and rebuilt from it whenever they disagree (a crash between a commit
+and the append, an index written by an older citerag, a deleted folder). Layout of `<index>-snapshot/<ns key>/`:
+
+    manifest.json           generation, rows, postings segments, metadata keys; replaced atomically, written last
+    e<epoch>/dense.f32      row-major float32 vectors, appended
+    e<epoch>/seq.i64        each row's SQLite `records.seq` (increasing), appended
+    e<epoch>/dead.i64       rows deleted since the epoch began (tombstones), appended
+    e<epoch>/p<a>-<b>.*     BM25 postings of rows [a, b), term-major: terms, starts, rows, vals
+    e<epoch>/m<key>.*       one metadata key, dictionary-encoded: distinct values (JSON lines), (row, code) of each
+                            scalar element, rows that have the key
+
+Files only grow past what the manifest covers, so a reader that mapped an older manifest keeps a consistent view.
+Writers (any process, under an exclusive lock on `lock`) append a commit's rows, tombstone the rows it deleted, add
+one postings segment and merge segments like a binary counter (every row is rewritten O(log n) times: linear
+ingest). When a third of the rows are dead the namespace is rebuilt into a new epoch. Texts and other metadata are
+not here: a search reads them from SQLite for the hits it returns.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import sqlite3
+import tempfile
+import threading
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from citerag.search import filters
+
+# Metadata keys not dictionary-encoded: the chunk text is unique per row and as large as everything else together.
+# A filter on one of them is still exact, evaluated record by record from SQLite (slow, and rare).
+UNINDEXED_KEYS = frozenset({"text"})
+MANIFEST_VERSION = 1
+_PURGE_DEAD_SHARE = 1 / 3
+_READ_BATCH = 5000
+
+
+@dataclass
+class Delta:
+    """Rows a commit added (in sequence order) and the sequence numbers of rows it deleted."""
+
+    seqs: list[int] = field(default_factory=list)
+    dense: list[np.ndarray] = field(default_factory=list)
+    sparse_idx: list[np.ndarray] = field(default_factory=list)
+    sparse_val: list[np.ndarray] = field(default_factory=list)
+    metadata: list[dict[str, Any]] = field(default_factory=list)
+    dead_seqs: list[int] = field(default_factory=list)
+
+    def add(self, seq: int, dense: np.ndarray, idx: np.ndarray, val: np.ndarray, md: dict[str, Any]) -> None:
+        self.seqs.append(seq)
+        self.dense.append(dense)
+        self.sparse_idx.append(idx)
+        self.sparse_val.append(val)
+        self.metadata.append(md)
+
+    def drop(self, seq: int) -> None:
+        """A row deleted in the same transaction that added it never reaches the read structure."""
+        i = self.seqs.index(seq)
+        for lst in (self.seqs, self.dense, self.sparse_idx, self.sparse_val, self.metadata):
+            del lst[i]
+
+
+# --- the dense scan ----------------------------------------------------------------------------------------------
+
+_blas = None
+
+
+def scan(matrix: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """matrix @ q on one BLAS thread. A matrix-vector product is memory-bound, and the search runs it beside the
+    sparse half on the other core: OpenBLAS's second thread only waits for a busy core (on the shared 2-core machine
+    a 100k-row scan took 31 ms on two threads, 21 ms on one)."""
+    global _blas
+    if _blas is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+
+            _blas = ThreadpoolController()
+        except ImportError:  # the base install: BLAS's own threading
+            _blas = False
+    if not _blas:
+        return np.asarray(matrix @ q)
+    with _blas.limit(limits=1, user_api="blas"):
+        return np.asarray(matrix @ q)
+
+
+# --- files ---------------------------------------------------------------------------------------------------------
+
+def _stem(key: str) -> str:
+    return hashlib.sha1(key.encode("utf-8")).hexdigest()[:16]
+
+
+def _append(path: Path, data: bytes, offset: int) -> None:
+    """Write at `offset` (what the manifest covers), dropping anything a crashed writer left past it."""
+    with open(path, "ab") as fh:
+        fh.truncate(offset)
+        fh.write(data)
+
+
+def _map(path: Path, dtype, count: int, shape: tuple[int, ...] | None = None) -> np.ndarray:
+    shape = shape or (count,)
+    if count == 0:
+        return np.zeros(shape, dtype=dtype)
+    return np.memmap(path, dtype=dtype, mode="r", shape=shape)
+
+
+def _atomic_json(path: Path, obj: Any) -> None:
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps(obj), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+# --- postings --------------------------------------------------------------------------------------------------------
+
+@dataclass
+class Postings:
+    """Term-major BM25 postings of rows [start, stop): for terms[i], rows[starts[i]:starts[i+1]] and vals."""
+
+    start: int
+    stop: int
+    terms: np.ndarray
+    starts: np.ndarray
+    rows: np.ndarray
+    vals: np.ndarray
+
+    @classmethod
+    def build(cls, start: int, stop: int, term_arr: np.ndarray, row_arr: np.ndarray, val_arr: np.ndarray) -> Postings:
+        # Stable: within a term, rows stay in row order, as the old in-memory index had them.
+        order = np.argsort(term_arr, kind="stable")
+        t, r, v = term_arr[order], row_arr[order], val_arr[order]
+        terms, first = np.unique(t, return_index=True)
+        starts = np.append(first, len(t)).astype(np.int64)
+        return cls(start, stop, terms.astype(np.uint32), starts, r.astype(np.int32), v.astype(np.float32))
+
+    def expanded_terms(self) -> np.ndarray:
+        return np.repeat(self.terms, np.diff(self.starts))
+
+    @staticmethod
+    def merge(a: Postings, b: Postings) -> Postings:
+        return Postings.build(a.start, b.stop, np.concatenate([a.expanded_terms(), b.expanded_terms()]),
+                              np.concatenate([a.rows, b.rows]), np.concatenate([a.vals, b.vals]))
+
+    def files(self, root: Path) -> dict[str, Path]:
+        stem = root / f"p{self.start}-{self.stop}"
+        return {k: stem.with_suffix(f".{k}") for k in ("terms", "starts", "rows", "vals")}
+
+    def save(self, root: Path) -> None:
+        for name, path in self.files(root).items():
+            getattr(self, name).tofile(path)
+
+    @classmethod
+    def load(cls, root: Path, start: int, stop: int, n_terms: int, n_post: int) -> Postings:
+        p = cls(start, stop, np.zeros(0, np.uint32), np.zeros(0, np.int64), np.zeros(0, np.int32),
+                np.zeros(0, np.float32))
+        f = p.files(root)
+        return cls(start, stop, _map(f["terms"], np.uint32, n_terms), _map(f["starts"], np.int64, n_terms + 1),
+                   _map(f["rows"], np.int32, n_post), _map(f["vals"], np.float32, n_post))
+
+
+# --- the mapped view a search uses ---------------------------------------------------------------------------------
+
+class _KeyValues:
+    """A metadata key's distinct values and their codes, shared by the snapshots of one epoch (append-only)."""
+
+    def __init__(self) -> None:
+        self.values: list[Any] = []
+        self.lookup: dict[tuple[str, Any], int] = {}
+
+    def extend_from(self, path: Path, count: int) -> None:
+        """Read the values another process appended, up to `count`."""
+        if len(self.values) >= count:
+            return
+        with open(path, encoding="utf-8") as fh:
+            for n, line in enumerate(fh):
+                if n >= count:
+                    break
+                if n >= len(self.values):
+                    self._add(json.loads(line))
+
+    def truncate(self, count: int) -> None:
+        """Forget values past what the manifest covers (left by a write that never committed its manifest)."""
+        if len(self.values) > count:
+            del self.values[count:]
+            self.lookup = {}
+            for c, v in enumerate(self.values):
+                self.lookup.setdefault((filters.scalar_kind(v), v), c)  # type: ignore[arg-type]
+
+    def _add(self, v: Any) -> int:
+        code = len(self.values)
+        self.values.append(v)
+        self.lookup.setdefault((filters.scalar_kind(v), v), code)  # type: ignore[arg-type]
+        return code
+
+
+class Snapshot:
+    """One namespace at one generation: vectors, postings, tombstones and metadata columns, mostly memory-mapped.
+    Immutable once made: a search holds it while a commit makes the next one."""
+
+    def __init__(self, store: IndexStore, namespace: str, manifest: dict[str, Any], live: np.ndarray) -> None:
+        self.store = store
+        self.namespace = namespace
+        self.manifest = manifest
+        self.generation: int = manifest["generation"]
+        self.epoch: int = manifest["epoch"]
+        self.n: int = manifest["n_rows"]
+        self.dim: int = manifest["dim"]
+        root = store.epoch_dir(namespace, self.epoch)
+        self.root = root
+        self.dense = _map(root / "dense.f32", np.float32, self.n * self.dim, (self.n, self.dim))
+        self.seq = _map(root / "seq.i64", np.int64, self.n)
+        self.live = live
+        self.postings = [Postings.load(root, a, b, nt, npost) for a, b, nt, npost in manifest["segments"]]
+        self._columns: dict[str, filters.Column | None] = {}
+
+    @property
+    def keys(self) -> list[str]:
+        return sorted(self.manifest["keys"])
+
+    def column(self, key: str) -> filters.Column | None:
+        if key not in self._columns:
+            self._columns[key] = self._load_column(key)
+        return self._columns[key]
+
+    def _load_column(self, key: str) -> filters.Column | None:
+        info = self.manifest["keys"].get(key)
+        if info is None:
+            return None
+        if not info["indexed"]:
+            return _ScanColumn(self, key)
+        stem = self.root / f"m{info['stem']}"
+        kv = self.store.key_values(self.namespace, self.epoch, key)
+        kv.extend_from(stem.with_suffix(".values"), info["values"])
+        present = np.zeros(self.n, dtype=bool)
+        present[_map(stem.with_suffix(".prows"), np.int32, info["present"])] = True
+        return filters.ValueColumn(
+            self.n, present, _map(stem.with_suffix(".erows"), np.int32, info["elems"]),
+            _map(stem.with_suffix(".codes"), np.int32, info["elems"]), kv.values,
+            lookup=kv.lookup, n_values=info["values"], single=not info["multi"])
+
+    def rows_of(self, seqs: Sequence[int]) -> np.ndarray:
+        """Row numbers of the given sequence numbers (-1 where the snapshot has no such row)."""
+        s = np.asarray(seqs, dtype=np.int64)
+        pos = np.searchsorted(self.seq, s)
+        ok = pos < self.n
+        ok[ok] = self.seq[pos[ok]] == s[ok]
+        return np.where(ok, pos, -1)
+
+
+class _ScanColumn:
+    """A key kept out of the columns (UNINDEXED_KEYS): each test reads every record's metadata from SQLite."""
+
+    def __init__(self, snap: Snapshot, key: str) -> None:
+        self.snap, self.key = snap, key
+
+    def mask(self, op: str, arg: Any) -> np.ndarray:
+        out = np.zeros(self.snap.n, dtype=bool)
+        max_seq = int(self.snap.seq[-1]) if self.snap.n else 0
+        for batch in self.snap.store.source.metadata_rows(self.snap.namespace, max_seq):
+            seqs = [s for s, _ in batch]
+            hit = [filters._test(op, arg, md.get(self.key, filters.MISSING)) for _, md in batch]
+            rows = self.snap.rows_of(seqs)
+            keep = rows >= 0
+            out[rows[keep]] = np.asarray(hit, dtype=bool)[keep]
+        return out
+
+
+# --- the store: keeps the files in step with SQLite ----------------------------------------------------------------
+
+class Source:
+    """What the store reads from the SQLite file (the adapter provides it, on a connection of the store's own)."""
+
+    def __init__(self, path: Path, timeout: float) -> None:
+        self.conn = sqlite3.connect(str(path), timeout=timeout, check_same_thread=False, isolation_level=None)
+        self._lock = threading.RLock()
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        """One read transaction: the generation and the rows it reads belong to the same commit."""
+        with self._lock:
+            self.conn.execute("BEGIN")
+            try:
+                yield self.conn
+            finally:
+                self.conn.execute("COMMIT")
+
+    def close(self) -> None:
+        with self._lock:
+            self.conn.close()
+
+    def state(self, conn: sqlite3.Connection, namespace: str) -> tuple[int, int]:
+        row = conn.execute("SELECT generation, pruned_through FROM ns_state WHERE namespace=?",
+                           (namespace,)).fetchone()
+        return (int(row[0]), int(row[1])) if row else (0, 0)
+
+    def db_id(self, conn: sqlite3.Connection) -> str:
+        return conn.execute("SELECT value FROM meta WHERE key='db_id'").fetchone()[0]
+
+    def rows(self, conn: sqlite3.Connection, namespace: str, after_seq: int) -> Iterator[Delta]:
+        cur = conn.execute(
+            "SELECT seq, dense, sparse_idx, sparse_val, metadata FROM records WHERE namespace=? AND seq>? "
+            "ORDER BY seq", (namespace, after_seq))
+        while batch := cur.fetchmany(_READ_BATCH):
+            d = Delta()
+            for seq, dense, idx, val, md in batch:
+                d.add(seq, np.frombuffer(dense, np.float32), np.frombuffer(idx, np.uint32),
+                      np.frombuffer(val, np.float32), json.loads(md))
+            yield d
+
+    def removed(self, conn: sqlite3.Connection, namespace: str, after_generation: int) -> list[int]:
+        return [r[0] for r in conn.execute("SELECT seq FROM removed WHERE namespace=? AND generation>?",
+                                           (namespace, after_generation))]
+
+    def metadata_rows(self, namespace: str, max_seq: int) -> Iterator[list[tuple[int, dict]]]:
+        with self.read() as conn:
+            cur = conn.execute("SELECT seq, metadata FROM records WHERE namespace=? AND seq<=? ORDER BY seq",
+                               (namespace, max_seq))
+            while batch := cur.fetchmany(_READ_BATCH):
+                yield [(s, json.loads(m)) for s, m in batch]
+
+
+class IndexStore:
+    """The read structures of every namespace of one index file."""
+
+    def __init__(self, index_path: Path, source: Source) -> None:
+        self.source = source
+        self.root = Path(str(index_path) + "-snapshot")
+        try:
+            self.root.mkdir(exist_ok=True)
+            (self.root / ".probe").touch()
+        except OSError:
+            # A read-only index (a baked image, a read-only mount): keep this process's structure in a temp dir.
+            self.root = Path(tempfile.mkdtemp(prefix="citerag-snapshot-"))
+        self._values: dict[tuple[str, int, str], _KeyValues] = {}
+        self._values_lock = threading.Lock()
+
+    # --- paths and manifest ------------------------------------------------------------------------------------
+
+    def ns_dir(self, namespace: str) -> Path:
+        return self.root / ("ns-" + hashlib.sha1(namespace.encode("utf-8")).hexdigest()[:16])
+
+    def epoch_dir(self, namespace: str, epoch: int) -> Path:
+        return self.ns_dir(namespace) / f"e{epoch}"
+
+    def key_values(self, namespace: str, epoch: int, key: str) -> _KeyValues:
+        k = (namespace, epoch, key)
+        with self._values_lock:
+            if k not in self._values:
+                self._values = {kk: v for kk, v in self._values.items() if kk[:2] != (namespace, epoch - 1)}
+                self._values[k] = _KeyValues()
+            return self._values[k]
+
+    def manifest(self, namespace: str, db_id: str, dim: int) -> dict[str, Any] | None:
+        """The persisted manifest if it belongs to this database and its files are all there."""
+        try:
+            m = json.loads((self.ns_dir(namespace) / "manifest.json").read_text(encoding="utf-8"))
+            ok = (m.get("version") == MANIFEST_VERSION and m.get("db_id") == db_id and m.get("namespace") == namespace
+                  and m.get("dim") == dim and self._files_ok(namespace, m))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return None
+        return m if ok else None
+
+    def _files_ok(self, namespace: str, m: dict[str, Any]) -> bool:
+        dim = m["dim"]
+        root = self.epoch_dir(namespace, m["epoch"])
+        n = m["n_rows"]
+        if (root / "dense.f32").stat().st_size < n * dim * 4 or (root / "seq.i64").stat().st_size < n * 8:
+            return False
+        # A torn append shows as a wrong last sequence number.
+        if n and int(np.fromfile(root / "seq.i64", np.int64, count=1, offset=(n - 1) * 8)[0]) != m["max_seq"]:
+            return False
+        return all((root / f"p{a}-{b}.rows").exists() for a, b, _, _ in m["segments"])
+
+    @contextlib.contextmanager
+    def locked(self, namespace: str) -> Iterator[None]:
+        d = self.ns_dir(namespace)
+        d.mkdir(parents=True, exist_ok=True)
+        with open(d / "lock", "a+b") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    # --- reading --------------------------------------------------------------------------------------------------
+
+    def open(self, namespace: str, generation: int, db_id: str, dim: int,
+             previous: Snapshot | None = None) -> Snapshot:
+        """A snapshot at `generation` (the caller read it from SQLite) or newer, bringing the files up to date
+        first when they are behind."""
+        for attempt in range(3):
+            m = self.manifest(namespace, db_id, dim)
+            if m is None or m["generation"] < generation:
+                with self.locked(namespace):
+                    m = self.sync(namespace, db_id, dim)
+            try:
+                return self._snapshot(namespace, m, previous)
+            except FileNotFoundError:  # a writer merged segments after we read the manifest: read it again
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _snapshot(self, namespace: str, m: dict[str, Any], previous: Snapshot | None) -> Snapshot:
+        root = self.epoch_dir(namespace, m["epoch"])
+        dead = np.fromfile(root / "dead.i64", np.int64, count=m["n_dead"]) if m["n_dead"] else np.zeros(0, np.int64)
+        if previous is not None and previous.epoch == m["epoch"] and previous.n <= m["n_rows"]:
+            # Extend the previous tombstones: a commit costs its own rows, not the index's size.
+            live = np.ones(m["n_rows"], dtype=bool)
+            live[: previous.n] = previous.live
+            live[dead[previous.manifest["n_dead"]:]] = False
+        else:
+            live = np.ones(m["n_rows"], dtype=bool)
+            live[dead] = False
+        return Snapshot(self, namespace, m, live)
+
+    # --- writing (always under `locked`) ---------------------------------------------------------------------------
+
+    def sync(self, namespace: str, db_id: str, dim: int, delta: Delta | None = None,
+             delta_from: int | None = None, generation: int | None = None) -> dict[str, Any]:
+        """Bring the namespace's files to SQLite's committed state and return the new manifest. With `delta` (what
+        the commit that moved the generation from `delta_from` to `generation` wrote), no SQLite read is needed."""
+        m = self.manifest(namespace, db_id, dim)
+        if delta is not None and m is not None and m["generation"] == delta_from and generation is not None:
+            m = self._apply(namespace, m, delta, generation)
+        else:
+            with self.source.read() as conn:
+                gen, pruned = self.source.state(conn, namespace)
+                if m is not None and m["generation"] == gen:
+                    return m
+                if m is None or pruned > m["generation"] or m["n_dead"] > _PURGE_DEAD_SHARE * max(m["n_rows"], 1):
+                    m = self._rebuild(namespace, db_id, dim, conn, gen, m)
+                else:
+                    dead = self.source.removed(conn, namespace, m["generation"])
+                    deltas = list(self.source.rows(conn, namespace, m["max_seq"])) or [Delta()]
+                    deltas[0].dead_seqs = dead
+                    for i, d in enumerate(deltas):
+                        m = self._apply(namespace, m, d, gen if i == len(deltas) - 1 else m["generation"],
+                                        write_manifest=i == len(deltas) - 1)
+        if m["n_dead"] > _PURGE_DEAD_SHARE * max(m["n_rows"], 1) and m["n_rows"] > 1000:
+            with self.source.read() as conn:
+                gen, _ = self.source.state(conn, namespace)
+                m = self._rebuild(namespace, db_id, dim, conn, gen, m)
+        return m
+
+    def _rebuild(self, namespace: str, db_id: str, dim: int, conn: sqlite3.Connection, gen: int,
+                 old: dict[str, Any] | None) -> dict[str, Any]:
+        """A new epoch from every record in SQLite (inside the caller's read transaction)."""
+        ns_dir = self.ns_dir(namespace)
+        epoch = (old["epoch"] + 1) if old else _next_epoch(ns_dir)
+        root = self.epoch_dir(namespace, epoch)
+        shutil.rmtree(root, ignore_errors=True)
+        root.mkdir(parents=True)
+        m: dict[str, Any] = {"version": MANIFEST_VERSION, "db_id": db_id, "namespace": namespace, "dim": dim,
+                             "epoch": epoch, "generation": gen, "n_rows": 0, "max_seq": 0, "n_dead": 0,
+                             "segments": [], "keys": {}, "build": uuid.uuid4().hex}
+        for d in self.source.rows(conn, namespace, 0):
+            m = self._apply(namespace, m, d, gen, write_manifest=False)
+        (root / "dead.i64").touch()
+        self._publish(namespace, m)
+        # The previous epoch stays one rebuild longer: a reader that mapped it may still load a column from it.
+        for stale in ns_dir.glob("e*"):
+            if stale.is_dir() and stale.name[1:].isdigit() and int(stale.name[1:]) < epoch - 1:
+                shutil.rmtree(stale, ignore_errors=True)
+        return m
+
+    def _apply(self, namespace: str, m: dict[str, Any], d: Delta, generation: int,
+               write_manifest: bool = True) -> dict[str, Any]:
+        m = json.loads(json.dumps(m))  # a copy: the caller's manifest stays what readers may have mapped
+        root = self.epoch_dir(namespace, m["epoch"])
+        n0, k, dim = m["n_rows"], len(d.seqs), m["dim"]
+        if d.dead_seqs:
+            dead = np.asarray(d.dead_seqs, dtype=np.int64)
+            seqs = _map(root / "seq.i64", np.int64, n0)
+            pos = np.minimum(np.searchsorted(seqs, dead), max(n0 - 1, 0))
+            rows = pos[seqs[pos] == dead] if n0 else np.zeros(0, np.int64)
+            _append(root / "dead.i64", rows.astype(np.int64).tobytes(), m["n_dead"] * 8)
+            m["n_dead"] += len(rows)
+        if k:
+            dense = np.stack([np.asarray(v, dtype=np.float32).reshape(dim) for v in d.dense])
+            _append(root / "dense.f32", dense.tobytes(), n0 * dim * 4)
+            _append(root / "seq.i64", np.asarray(d.seqs, dtype=np.int64).tobytes(), n0 * 8)
+            self._append_postings(root, m, n0, d)
+            self._append_metadata(namespace, root, m, n0, d.metadata)
+            m["n_rows"] = n0 + k
+            m["max_seq"] = int(d.seqs[-1])
+        m["generation"] = generation
+        if write_manifest:
+            self._publish(namespace, m)
+        return m
+
+    def _publish(self, namespace: str, m: dict[str, Any]) -> None:
+        """Write the manifest (readers switch to it), then drop the segment files it no longer names."""
+        obsolete = m.pop("_obsolete", [])
+        _atomic_json(self.ns_dir(namespace) / "manifest.json", m)
+        for path in obsolete:
+            Path(path).unlink(missing_ok=True)
+
+    def _append_postings(self, root: Path, m: dict[str, Any], n0: int, d: Delta) -> None:
+        lens = np.fromiter((len(i) for i in d.sparse_idx), dtype=np.int64, count=len(d.sparse_idx))
+        terms = np.concatenate(d.sparse_idx) if len(lens) and lens.sum() else np.zeros(0, np.uint32)
+        vals = np.concatenate(d.sparse_val) if len(lens) and lens.sum() else np.zeros(0, np.float32)
+        rows = np.repeat(np.arange(n0, n0 + len(lens), dtype=np.int32), lens)
+        seg = Postings.build(n0, n0 + len(lens), terms, rows, vals)
+        segs = [Postings.load(root, *s) for s in m["segments"]]
+        obsolete = m.setdefault("_obsolete", [])
+        # Binary-counter merging: a segment absorbs the next while it is less than twice its size.
+        while segs and (segs[-1].stop - segs[-1].start) < 2 * (seg.stop - seg.start):
+            prev = segs.pop()
+            obsolete.extend(str(p) for p in prev.files(root).values())
+            seg = Postings.merge(prev, seg)
+        seg.save(root)
+        segs.append(seg)
+        m["segments"] = [[s.start, s.stop, len(s.terms), len(s.rows)] for s in segs]
+        keep = {str(p) for s in segs for p in s.files(root).values()}
+        m["_obsolete"] = [p for p in obsolete if p not in keep]
+
+    def _append_metadata(self, namespace: str, root: Path, m: dict[str, Any], n0: int,
+                         metadata: list[dict[str, Any]]) -> None:
+        per_key: dict[str, tuple[list[int], list[int], list[int], list[Any]]] = {}
+        for r, md in enumerate(metadata, start=n0):
+            for key, value in md.items():
+                info = m["keys"].get(key)
+                if info is None:
+                    info = m["keys"][key] = {"stem": _stem(key), "indexed": key not in UNINDEXED_KEYS, "values": 0,
+                                             "vbytes": 0, "elems": 0, "present": 0, "multi": False}
+                if not info["indexed"]:
+                    continue
+                if key not in per_key:
+                    kv = self.key_values(namespace, m["epoch"], key)
+                    kv.truncate(info["values"])
+                    kv.extend_from(root / f"m{info['stem']}.values", info["values"])
+                    per_key[key] = ([], [], [], [], kv)
+                prows, erows, codes, new_values, kv = per_key[key]
+                prows.append(r)
+                elems = filters.elements(value)
+                if len(elems) > 1:
+                    info["multi"] = True
+                for v in elems:
+                    code = kv.lookup.get((filters.scalar_kind(v), v))  # type: ignore[arg-type]
+                    if code is None:
+                        code = kv._add(v)
+                        new_values.append(v)
+                    erows.append(r)
+                    codes.append(code)
+        for key, (prows, erows, codes, new_values, _) in per_key.items():
+            info = m["keys"][key]
+            stem = root / f"m{info['stem']}"
+            data = "".join(json.dumps(v, ensure_ascii=False) + "\n" for v in new_values).encode("utf-8")
+            _append(stem.with_suffix(".values"), data, info["vbytes"])
+            info["vbytes"] += len(data)
+            _append(stem.with_suffix(".prows"), np.asarray(prows, np.int32).tobytes(), info["present"] * 4)
+            _append(stem.with_suffix(".erows"), np.asarray(erows, np.int32).tobytes(), info["elems"] * 4)
+            _append(stem.with_suffix(".codes"), np.asarray(codes, np.int32).tobytes(), info["elems"] * 4)
+            info["values"] += len(new_values)
+            info["elems"] += len(erows)
+            info["present"] += len(prows)
+
+
+def _next_epoch(ns_dir: Path) -> int:
+    epochs = [int(p.name[1:]) for p in ns_dir.glob("e*") if p.name[1:].isdigit()]
+    return max(epochs, default=0) + 1

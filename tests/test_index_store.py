@@ -1,0 +1,294 @@
+"""The embedded index's read structure: what a user notices is that search results stay exactly what an exact scan
+with the reference filter gives, whatever the history of writes (appends, replacements, deletions, another process
+writing, a crash between a commit and its append, an index from the previous schema), and that a commit or a new
+process extends or maps the structure instead of rebuilding it."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from citerag.adapters.sqlite_index import SqliteIndex
+from citerag.search.filters import matches
+from citerag.search.ports import DocumentInfo, Record
+from citerag.search.sparse import SparseVector
+
+DIM = 8
+
+
+def info(doc: str, h: str = "v1") -> DocumentInfo:
+    return DocumentInfo(doc_id=doc, source_uri=f"file:///{doc}", title=doc, content_hash=h, kind="text", n_chunks=0,
+                        ingested_at="2026-01-01T00:00:00Z")
+
+
+def vec(seed: int) -> np.ndarray:
+    v = np.random.default_rng(seed).normal(size=DIM).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+def rec(rid: str, doc: str, seed: int, **md) -> Record:
+    terms = sorted({seed % 7, 10 + seed % 5})
+    return Record(id=rid, values=vec(seed), sparse=SparseVector(indices=terms, values=[1.0 + seed % 3] * len(terms)),
+                  metadata={"doc_id": doc, "text": f"text {rid}", **md}, length=len(terms))
+
+
+def brute_dense(live: dict[str, tuple[Record, dict]], q: np.ndarray, k: int, flt=None) -> list[str]:
+    scored = [(float(np.dot(q, r.values)), rid) for rid, (r, md) in live.items() if matches(flt, md)]
+    return [rid for _, rid in sorted(scored, key=lambda t: (-t[0], t[1]))[:k]]
+
+
+@pytest.fixture
+def path(tmp_path) -> Path:
+    return tmp_path / "i.sqlite"
+
+
+# --- the same results as an exact scan with the reference filter, after any history of writes -----------------------
+
+value = st.one_of(st.sampled_from(["a", "b", "c"]), st.integers(0, 3), st.booleans(),
+                  st.lists(st.sampled_from(["a", "b", "c"]), max_size=2))
+metadata = st.dictionaries(st.sampled_from(["tenant", "page", "groups"]), value, max_size=3)
+op = st.one_of(
+    st.builds(lambda f, v: {f: v}, st.sampled_from(["tenant", "page", "groups"]),
+              st.one_of(st.sampled_from(["a", "b"]), st.integers(0, 3), st.booleans())),
+    st.builds(lambda f, n: {f: {"$gte": n}}, st.sampled_from(["page", "tenant"]), st.integers(0, 3)),
+    st.builds(lambda f, v: {f: {"$nin": v}}, st.sampled_from(["tenant", "groups"]),
+              st.lists(st.sampled_from(["a", "b"]), min_size=1, max_size=2)),
+    st.builds(lambda f, b: {f: {"$exists": b}}, st.sampled_from(["tenant", "groups", "text"]), st.booleans()),
+    st.just({"text": {"$ne": "text d1#0"}}),  # a key kept out of the columns: still exact
+)
+flt_st = st.one_of(st.none(), op, st.builds(lambda a, b: {"$or": [a, b]}, op, op))
+# Each step replaces a document (0-3 chunks; 0 = delete) with fresh metadata.
+steps = st.lists(st.tuples(st.integers(0, 5), st.integers(0, 3), st.lists(metadata, min_size=3, max_size=3)),
+                 min_size=1, max_size=12)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=steps, flt=flt_st, seed=st.integers(0, 1000), reopen=st.booleans())
+def test_search_equals_exact_scan_with_the_reference_filter(tmp_path_factory, steps, flt, seed, reopen):
+    path = tmp_path_factory.mktemp("prop") / "i.sqlite"
+    idx = SqliteIndex(path, dim=DIM, model_id="t")
+    live: dict[str, tuple[Record, dict]] = {}
+    for n, (doc, n_chunks, mds) in enumerate(steps):
+        d = f"d{doc}"
+        recs = [rec(f"{d}#{i}", d, seed + 31 * n + i, **mds[i]) for i in range(n_chunks)]
+        if n_chunks:
+            idx.replace_document(info(d, str(n)), recs, {})
+        else:
+            idx.delete_document(d)
+        live = {k: v for k, v in live.items() if v[0].metadata["doc_id"] != d}
+        live.update({r.id: (r, json.loads(json.dumps(r.metadata))) for r in recs})
+        if n % 3 == 0:
+            idx.query_dense(vec(0), 3)  # a search between commits: the structure is extended, not rebuilt
+    if reopen:
+        idx.close()
+        idx = SqliteIndex(path, dim=DIM, model_id="t")
+    q = vec(seed + 7)
+    assert [m.id for m in idx.query_dense(q, 5, flt)] == brute_dense(live, q, 5, flt)
+    sparse_all = SparseVector(indices=list(range(15)), values=[1.0] * 15)
+    assert {m.id for m in idx.query_sparse(sparse_all, 100, flt)} == {
+        rid for rid, (_, md) in live.items() if matches(flt, md)}
+    got = idx.query_dense(q, 100, flt)
+    assert all(m.metadata == live[m.id][1] for m in got)  # metadata read back for the hits is what was written
+    idx.close()
+
+
+# --- a commit extends the structure; a new process maps it ----------------------------------------------------------
+
+def _manifest(path: Path) -> dict:
+    (ns_dir,) = Path(str(path) + "-snapshot").glob("ns-*")
+    return json.loads((ns_dir / "manifest.json").read_text())
+
+
+def test_a_commit_appends_to_the_structure_instead_of_rebuilding_it(path):
+    idx = SqliteIndex(path, dim=DIM, model_id="t")
+    idx.replace_document(info("a"), [rec("a#0", "a", 1, tenant="x"), rec("a#1", "a", 2, tenant="y")], {})
+    before = _manifest(path)
+    idx.replace_document(info("b"), [rec("b#0", "b", 3, tenant="x")], {})
+    idx.replace_document(info("a", "v2"), [rec("a#0", "a", 4, tenant="y")], {})
+    after = _manifest(path)
+    assert after["epoch"] == before["epoch"]  # same files, grown
+    assert (after["n_rows"], after["n_dead"]) == (4, 2)  # two rows appended after b#0, a's two old rows tombstoned
+    assert [m.id for m in idx.query_dense(vec(4), 10, {"tenant": "y"})] == ["a#0"]
+    assert {m.id for m in idx.query_dense(vec(4), 10)} == {"a#0", "b#0"}
+
+
+def test_another_process_sees_each_commit(path):
+    idx = SqliteIndex(path, dim=DIM, model_id="t")
+    idx.replace_document(info("a"), [rec("a#0", "a", 1, tenant="x")], {})
+    assert [m.id for m in idx.query_dense(vec(1), 10, {"tenant": "x"})] == ["a#0"]
+    code = f"""
+import numpy as np
+from citerag.adapters.sqlite_index import SqliteIndex
+from citerag.search.ports import DocumentInfo, Record
+i = SqliteIndex({str(path)!r}, dim={DIM}, model_id="t")
+d = DocumentInfo(doc_id="b", source_uri="file:///b", title="b", content_hash="h", kind="text", n_chunks=1,
+                 ingested_at="x")
+i.replace_document(d, [Record(id="b#0", values=np.ones({DIM}, np.float32) / np.sqrt({DIM}),
+                              metadata={{"doc_id": "b", "tenant": "x"}})], {{}})
+i.delete_document("a")
+"""
+    subprocess.run([sys.executable, "-c", code], check=True)
+    assert [m.id for m in idx.query_dense(vec(1), 10, {"tenant": "x"})] == ["b#0"]
+    assert idx.metadata_keys() == ["doc_id", "tenant", "text"]
+
+
+def test_a_lost_append_is_caught_up_from_sqlite(path, monkeypatch):
+    """A writer whose append failed after its commit (disk full, killed) leaves the structure behind: the next search
+    catches up from SQLite's log of new and removed rows, without a rebuild."""
+    idx = SqliteIndex(path, dim=DIM, model_id="t")
+    idx.replace_document(info("a"), [rec("a#0", "a", 1, tenant="x"), rec("a#1", "a", 2)], {})
+    stale = _manifest(path)
+
+    def disk_full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(idx._store, "sync", disk_full)
+    idx.replace_document(info("b"), [rec("b#0", "b", 3, tenant="x")], {})  # committed; the append failed
+    idx.replace_document(info("a", "v2"), [rec("a#0", "a", 5)], {})
+    monkeypatch.undo()
+    assert _manifest(path)["generation"] == stale["generation"]
+    fresh = SqliteIndex(path, dim=DIM, model_id="t")
+    assert {m.id for m in fresh.query_dense(vec(1), 10)} == {"a#0", "b#0"}
+    assert [m.id for m in fresh.query_dense(vec(1), 10, {"tenant": "x"})] == ["b#0"]
+    caught_up = _manifest(path)
+    assert caught_up["epoch"] == stale["epoch"] and caught_up["n_rows"] == 4 and caught_up["n_dead"] == 2
+
+
+def test_a_deleted_or_foreign_structure_is_rebuilt(path, tmp_path):
+    import shutil
+
+    idx = SqliteIndex(path, dim=DIM, model_id="t")
+    idx.replace_document(info("a"), [rec("a#0", "a", 1)], {})
+    idx.query_dense(vec(1), 1)
+    idx.close()
+    shutil.rmtree(Path(str(path) + "-snapshot"))
+    assert [m.id for m in SqliteIndex(path, dim=DIM, model_id="t").query_dense(vec(1), 10)] == ["a#0"]
+    # A new database at the same path (the old file deleted, the folder left behind) never reads the old one.
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+    other = SqliteIndex(path, dim=DIM, model_id="t")
+    other.replace_document(info("z"), [rec("z#0", "z", 2)], {})
+    assert [m.id for m in other.query_dense(vec(1), 10)] == ["z#0"]
+
+
+def test_a_torn_append_is_detected(path):
+    idx = SqliteIndex(path, dim=DIM, model_id="t")
+    idx.replace_document(info("a"), [rec("a#0", "a", 1), rec("a#1", "a", 2)], {})
+    (ns_dir,) = Path(str(path) + "-snapshot").glob("ns-*")
+    m = json.loads((ns_dir / "manifest.json").read_text())
+    seq_file = ns_dir / f"e{m['epoch']}" / "seq.i64"
+    seq_file.write_bytes(seq_file.read_bytes()[:8] + b"\0" * 8)  # the last row's sequence number lost
+    fresh = SqliteIndex(path, dim=DIM, model_id="t")
+    assert {m.id for m in fresh.query_dense(vec(1), 10)} == {"a#0", "a#1"}
+
+
+def test_many_deletions_compact_into_a_new_epoch(path):
+    idx = SqliteIndex(path, dim=DIM, model_id="t")
+    idx.replace_documents([(info(f"d{i}"), [rec(f"d{i}#{j}", f"d{i}", 10 * i + j, page=j) for j in range(3)], {})
+                           for i in range(400)])
+    first = _manifest(path)
+    for i in range(0, 400, 2):
+        idx.delete_document(f"d{i}")
+    last = _manifest(path)
+    assert last["epoch"] > first["epoch"] and last["n_rows"] < 1200  # dead rows dropped
+    got = idx.query_dense(vec(31), 1000, {"page": {"$gte": 1}})
+    assert {m.id for m in got} == {f"d{i}#{j}" for i in range(1, 400, 2) for j in (1, 2)}
+
+
+def test_equal_scores_keep_the_smallest_ids_whatever_the_write_order(path):
+    idx = SqliteIndex(path, dim=DIM, model_id="t")
+    v = np.ones(DIM, dtype=np.float32) / np.sqrt(DIM)
+    for name in ("e", "c", "a", "d", "b"):
+        idx.replace_document(info(name), [Record(id=f"{name}#0", values=v, metadata={"doc_id": name})], {})
+    assert [m.id for m in idx.query_dense(v, 2)] == ["a#0", "b#0"]
+    assert [m.id for m in idx.query_sparse(SparseVector(indices=[1], values=[1.0]), 2)] == []
+
+
+def test_an_index_of_the_previous_schema_is_migrated(path):
+    """Schema 1 files (records keyed by namespace and id) open, search and take writes as before."""
+    conn = sqlite3.connect(str(path), isolation_level=None)
+    conn.executescript("""
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE records (namespace TEXT NOT NULL, id TEXT NOT NULL, doc_id TEXT NOT NULL, dense BLOB NOT NULL,
+    sparse_idx BLOB NOT NULL, sparse_val BLOB NOT NULL, length INTEGER NOT NULL, metadata TEXT NOT NULL,
+    PRIMARY KEY (namespace, id));
+CREATE INDEX records_doc ON records (namespace, doc_id);
+CREATE TABLE documents (namespace TEXT NOT NULL, doc_id TEXT NOT NULL, source_uri TEXT NOT NULL, title TEXT NOT NULL,
+    content_hash TEXT NOT NULL, kind TEXT NOT NULL, n_chunks INTEGER NOT NULL, ingested_at TEXT NOT NULL,
+    PRIMARY KEY (namespace, doc_id));
+CREATE TABLE parents (namespace TEXT NOT NULL, parent_id TEXT NOT NULL, doc_id TEXT NOT NULL, text TEXT NOT NULL,
+    PRIMARY KEY (namespace, parent_id));
+CREATE TABLE bm25_df (namespace TEXT NOT NULL, term INTEGER NOT NULL, df INTEGER NOT NULL,
+    PRIMARY KEY (namespace, term));
+CREATE TABLE bm25_totals (namespace TEXT PRIMARY KEY, n_docs INTEGER NOT NULL, total_len INTEGER NOT NULL);
+INSERT INTO meta VALUES ('schema_version', '1'), ('generation', '3'), ('dim', '8'), ('model_id', 't');
+""")
+    for ns, rid, seed in (("", "a#0", 1), ("", "a#1", 2), ("other", "a#0", 3)):
+        conn.execute("INSERT INTO records VALUES (?, ?, 'a', ?, ?, ?, 1, ?)",
+                     (ns, rid, vec(seed).tobytes(), np.array([5], np.uint32).tobytes(),
+                      np.array([1.0], np.float32).tobytes(), json.dumps({"doc_id": "a", "page": seed})))
+    conn.executemany("INSERT INTO documents VALUES (?, 'a', 'file:///a', 'A', 'h', 'text', ?, 'x')",
+                     [("", 2), ("other", 1)])
+    conn.close()
+    idx = SqliteIndex(path, dim=DIM, model_id="t")
+    assert [m.id for m in idx.query_dense(vec(2), 10, {"page": {"$gte": 2}})] == ["a#1"]
+    assert [m.metadata["page"] for m in idx.query_dense(vec(2), 10, namespace="other")] == [3]
+    idx.replace_document(info("a", "v2"), [rec("a#0", "a", 9, page=7)], {})
+    assert [m.metadata["page"] for m in idx.query_dense(vec(2), 10)] == [7]
+
+
+# --- the approximate option (CITERAG_INDEX_ANN=hnsw) ---------------------------------------------------------------
+
+def test_hnsw_search_keeps_exact_scores_filters_and_deletions(tmp_path, monkeypatch):
+    from citerag.adapters import ann
+
+    monkeypatch.setattr(ann, "MIN_ROWS", 100)
+    monkeypatch.setattr(ann, "EXACT_ALLOWED", 50)
+    rng = np.random.default_rng(0)
+    centroids = rng.normal(size=(20, DIM))
+    path = tmp_path / "i.sqlite"
+    exact = SqliteIndex(path, dim=DIM, model_id="t")
+    batch = []
+    for d in range(300):
+        recs = []
+        for j in range(4):
+            v = centroids[(d * 4 + j) % 20] + 0.3 * rng.normal(size=DIM)
+            recs.append(Record(id=f"d{d}#{j}", values=(v / np.linalg.norm(v)).astype(np.float32),
+                               metadata={"doc_id": f"d{d}", "tenant": f"t{d % 4}"}))
+        batch.append((info(f"d{d}"), recs, {}))
+    exact.replace_documents(batch)
+    for d in range(0, 300, 10):
+        exact.delete_document(f"d{d}")
+    approx = SqliteIndex(path, dim=DIM, model_id="t", ann="hnsw")
+    found = 0
+    for s in range(20):
+        q = vec(1000 + s)
+        truth = exact.query_dense(q, 10)
+        got = approx.query_dense(q, 10)
+        found += len({m.id for m in truth} & {m.id for m in got})
+        by_id = {m.id: m.score for m in truth}
+        assert all(m.score == pytest.approx(by_id[m.id]) for m in got if m.id in by_id)  # exact re-scoring
+        filtered = approx.query_dense(q, 10, {"tenant": "t1"})
+        assert len(filtered) == 10 and {m.metadata["tenant"] for m in filtered} == {"t1"}
+        assert not any(m.metadata["doc_id"] in {f"d{d}" for d in range(0, 300, 10)} for m in got)
+    assert found / 200 >= 0.9  # recall@10
+    saved = json.loads(next(Path(str(path) + "-snapshot").glob("ns-*/e*/hnsw.json")).read_text())
+    assert saved["rows"] == 1200
+    # Rows appended after the graph was built are searched exactly until the graph grows to cover them.
+    exact.replace_document(info("new"), [Record(id="new#0", values=vec(5000), metadata={"doc_id": "new"})], {})
+    assert approx.query_dense(vec(5000), 1)[0].id == "new#0"
+
+
+def test_an_unknown_approximate_search_is_refused(tmp_path):
+    from citerag.errors import IndexError_
+
+    with pytest.raises(IndexError_, match="unknown approximate search"):
+        SqliteIndex(tmp_path / "i.sqlite", dim=DIM, model_id="t", ann="ivf")
