@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import logging
 import os
 import random
 import re
@@ -365,6 +366,7 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=10_000)
     args = ap.parse_args()
     quiet_lambda_output()
+    logging.disable(logging.WARNING)  # rejected events are logged by design; the report is the output
     f = Findings()
     with tempfile.TemporaryDirectory(prefix="citerag-attack-") as tmp:
         work = Path(tmp)
