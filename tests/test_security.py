@@ -434,3 +434,28 @@ def test_a_rotated_key_still_verifies_ids_signed_before_the_rotation(monkeypatch
 
 if sys.platform != "linux":  # pragma: no cover
     pytestmark = pytest.mark.skip("POSIX file-system behaviour")
+
+
+# --- the terminal (issue 12, E1) -------------------------------------------------------------------------------
+
+
+def test_markup_and_escape_sequences_in_documents_never_reach_the_terminal(tmp_path):
+    from typer.testing import CliRunner
+
+    from citerag.cli import app
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "guide [bold red]x.md").write_text(
+        "# Guide [/bold] \x1b[31mred\x1b[0m\n\nThe filter [/] lasts [link=file:///etc/passwd]six[/link] months."
+        "\x1b]0;pwned\x07\n", encoding="utf-8")
+    env = {"CITERAG_EMBEDDER": "hashing", "CITERAG_DATA_DIR": str(tmp_path / "data")}
+    runner = CliRunner()
+    assert runner.invoke(app, ["ingest", str(folder)], env=env).exit_code == 0
+    for args in (["search", "filter months"], ["ask", "How long does the filter last?", "--agent", "none"],
+                 ["ask", "How long does the filter last?"]):
+        r = runner.invoke(app, args, env=env)
+        assert r.exit_code == 0, r.output  # was: MarkupError, closing tag '[/]'
+        assert "\x1b" not in r.output and "\x07" not in r.output
+        if args[0] == "search":
+            assert "[/bold]" in r.output and "[/]" in r.output  # shown as text, not interpreted

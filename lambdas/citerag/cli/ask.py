@@ -22,6 +22,7 @@ from citerag.cli.common import (
     one_line,
     out,
     parse_meta,
+    shown,
 )
 from citerag.errors import CiteragError
 
@@ -152,13 +153,14 @@ def _print_answer(answer) -> None:
         label = {sid: str(n) for sid, n in numbers.items()}
     else:
         label = {sid: sid for sid in numbers}
-    out.print(text, highlight=False)
+    out.print(shown(text), highlight=False)
     if answer.sources:
         out.print()
         out.print("[bold]Sources[/]")
         for s in answer.sources:
             page = f", page {s.page}" if s.page else ""
-            out.print(f" [bold cyan]\\[{label[s.source_id]}][/] {display(s.uri)}{page} — {s.title}", highlight=False)
+            out.print(f" [bold cyan]\\[{label[s.source_id]}][/] {shown(display(s.uri))}{page} — {shown(s.title)}",
+                      highlight=False)
             out.print(f"      “{one_line(s.excerpt, 200)}”", highlight=False)
 
 
@@ -168,6 +170,6 @@ def _print_steps(steps) -> None:
         table.add_column(col, overflow="fold")
     for i, st in enumerate(steps, start=1):
         tokens = f"{st.input_tokens}/{st.output_tokens}" if st.input_tokens is not None else ""
-        table.add_row(str(i), (st.prompt_type or st.kind).lower(), f"[bold]{st.kind}[/] {st.title}", tokens,
+        table.add_row(str(i), (st.prompt_type or st.kind).lower(), f"[bold]{st.kind}[/] {shown(st.title)}", tokens,
                       str(st.ms) if st.ms is not None else "")
     out.print(table)

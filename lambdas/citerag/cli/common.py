@@ -56,7 +56,7 @@ def fail(message: str, as_json: bool, code: int = 1) -> None:
     if as_json:
         print(json.dumps({"error": message}, ensure_ascii=False))
     else:
-        err.print(f"[bold red]Error:[/] {message}", highlight=False)
+        err.print(f"[bold red]Error:[/] {shown(message)}", highlight=False)
     raise typer.Exit(code)
 
 
@@ -138,18 +138,27 @@ def parse_meta(items: list[str]) -> dict[str, Any]:
     return extra
 
 
+def shown(text: object) -> str:
+    """Document-derived text for rich output: control characters removed, markup escaped (a title holding
+    `[/bold]` used to crash `citerag search` with a MarkupError, and escape sequences reached the terminal)."""
+    from citerag.documents.text import strip_controls
+
+    return escape(strip_controls(str(text)))
+
+
 def where(r: dict) -> str:
     loc = display(r["uri"])
     if r.get("page"):
         loc += f", page {r['page']}"
     elif r.get("section"):
         loc += f", {r['section']}"
-    return loc
+    return shown(loc)
 
 
 def one_line(text: str, n: int) -> str:
+    """One line of at most n characters, ready for rich output (see shown)."""
     t = " ".join(text.split())
-    return t if len(t) <= n else t[: n - 1] + "…"
+    return shown(t if len(t) <= n else t[: n - 1] + "…")
 
 
 def ensure_samples(comps: Components, quiet: bool) -> None:
@@ -159,7 +168,7 @@ def ensure_samples(comps: Components, quiet: bool) -> None:
         return
     folder = samples_dir()
     if not quiet:
-        err.print(f"[dim]The index is empty: indexing the bundled sample documents from {folder} ...[/]")
+        err.print(f"[dim]The index is empty: indexing the bundled sample documents from {shown(folder)} ...[/]")
     results = run_ingest(comps, [folder], sync=False, extra={}, quiet=quiet)
     failed = [r for r in results if r.status == "failed"]
     if failed:

@@ -7,7 +7,18 @@ from typing import Annotated
 
 import typer
 
-from citerag.cli.common import IndexOpt, JsonOpt, NamespaceOpt, app, components, errors, one_line, out, where
+from citerag.cli.common import (
+    IndexOpt,
+    JsonOpt,
+    NamespaceOpt,
+    app,
+    components,
+    errors,
+    one_line,
+    out,
+    shown,
+    where,
+)
 from citerag.errors import CiteragError
 
 
@@ -46,6 +57,6 @@ def search(
             out.print("No results. Is anything ingested? Try: citerag status")
             return
         for r in rows:
-            out.print(f"[bold cyan]{r['source_id']}[/] {r['score']:.3f}  [bold]{r['title']}[/]  {where(r)}",
+            out.print(f"[bold cyan]{r['source_id']}[/] {r['score']:.3f}  [bold]{shown(r['title'])}[/]  {where(r)}",
                       highlight=False)
             out.print(f"   {one_line(r['text'], 300)}", highlight=False)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from citerag.cli.common import IndexOpt, JsonOpt, app, components, errors, out
+from citerag.cli.common import IndexOpt, JsonOpt, app, components, errors, out, shown
 from citerag.errors import CiteragError
 
 
@@ -32,7 +32,7 @@ def status(index: IndexOpt = None, as_json: JsonOpt = False) -> None:
         if as_json:
             print(json.dumps(data, ensure_ascii=False))
             return
-        out.print(f"[bold]{data['index']}[/]  {data['size_bytes'] / 1e6:.1f} MB", highlight=False)
+        out.print(f"[bold]{shown(data['index'])}[/]  {data['size_bytes'] / 1e6:.1f} MB", highlight=False)
         out.print(f"{data['documents']} documents, {data['chunks']} chunks")
         for name, v in data["namespaces"].items():
             out.print(f"  namespace {name}: {v['documents']} documents, {v['chunks']} chunks", highlight=False)

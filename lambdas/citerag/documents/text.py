@@ -23,6 +23,15 @@ class Span:
     text: str
 
 
+# C0 controls but tab and newline, DEL, and C1 (ESC starts terminal escape sequences; CSI is \x9b).
+_CONTROLS_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def strip_controls(text: str) -> str:
+    """Text safe to show on a terminal: document text and file names are data, never cursor moves or colours."""
+    return _CONTROLS_RE.sub("", text)
+
+
 def normalize(text: str) -> str:
     """NFKC + lowercase: full-width Latin and half-width kana fold to one form."""
     return unicodedata.normalize("NFKC", text).lower()

@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from citerag.citations.answer import Answer
+from citerag.documents.text import strip_controls
 from citerag.traces.invocation_logs import iter_turn_bounds
 from citerag.traces.join import answer_from_events
 from citerag.traces.steps import Step, steps_from_events
@@ -130,7 +131,7 @@ def print_turns(console, turns: list[Turn], *, prompts: bool = False) -> None:
         for col in ("#", "session", "question", "steps", "tokens in/out", "answer"):
             table.add_column(col, overflow="ellipsis", no_wrap=True)
         for t in turns:
-            table.add_row(str(t.index), str(t.session_id or ""), t.question[:60], str(len(t.steps)),
+            table.add_row(str(t.index), _shown(t.session_id or ""), _shown(t.question[:60]), str(len(t.steps)),
                           f"{t.input_tokens}/{t.output_tokens}", t.answer.text[:60])
         console.print(table)
         return
@@ -141,33 +142,34 @@ def print_turns(console, turns: list[Turn], *, prompts: bool = False) -> None:
             table.add_column(col, overflow="fold", ratio=5 if col == "step" else 1)
         for i, s in enumerate(t.steps, start=1):
             tokens = f"{s.input_tokens}/{s.output_tokens}" if s.input_tokens is not None else ""
-            text = f"[bold]{s.kind}[/] {s.title}"
+            text = f"[bold]{s.kind}[/] {_shown(s.title)}"
             if s.model:
                 text += f" [dim]({s.model})[/]"
             for src in s.detail.get("sources") or []:
                 page = f" p.{src['page']}" if src.get("page") else ""
-                text += f"\n  [cyan]{src['source_id']}[/] {src.get('title')}{page} {src.get('uri')}"
+                text += (f"\n  [cyan]{_shown(src['source_id'])}[/] {_shown(src.get('title'))}{page} "
+                         f"{_shown(src.get('uri'))}")
             for log in s.detail.get("lambda_logs", []):
-                text += f"\n  [magenta]lambda[/] {log.get('level', '')} {log.get('message', '')}"
+                text += f"\n  [magenta]lambda[/] {_shown(log.get('level', ''))} {_shown(log.get('message', ''))}"
             if prompts and s.prompt:
-                text += f"\n[dim]prompt:[/] {s.prompt[:4000]}\n[dim]raw output:[/] {s.raw or ''}"
+                text += f"\n[dim]prompt:[/] {_shown(s.prompt[:4000])}\n[dim]raw output:[/] {_shown(s.raw or '')}"
             table.add_row(str(i), (s.prompt_type or "").lower(), text, tokens, str(s.ms or ""))
         cites = "\n".join(
-            f"[{c.sources[0].source_id}] {c.text} -> {c.sources[0].uri}"
+            _shown(f"[{c.sources[0].source_id}] {c.text} -> {c.sources[0].uri}")
             + (f" p.{c.sources[0].page}" if c.sources[0].page else "")
             for c in t.answer.citations
         )
         console.print(
             Panel(
                 table,
-                title=f"turn {t.index}: {t.question[:80]}",
+                title=f"turn {t.index}: {_shown(t.question[:80])}",
                 subtitle=(
                     f"{t.model_calls} model calls, {t.input_tokens} in / {t.output_tokens} out tokens, "
                     f"{t.model_ms} ms in models"
                 ),
             )
         )
-        console.print(f"[bold]answer:[/] {t.answer.text}")
+        console.print(f"[bold]answer:[/] {_shown(t.answer.text)}")
         if cites:
             console.print(cites, highlight=False)
 
@@ -300,3 +302,10 @@ def _pretty(prompt: str) -> str:
         return json.dumps(json.loads(prompt), ensure_ascii=False, indent=1)
     except (json.JSONDecodeError, TypeError):
         return prompt
+
+
+def _shown(text: object) -> str:
+    """Trace text (questions, document titles, model output) for rich: no control characters, markup escaped."""
+    from rich.markup import escape
+
+    return escape(strip_controls(str(text)))
