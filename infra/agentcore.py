@@ -26,11 +26,12 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_xray as xray
 
 from citerag.citations.tool import FUNCTION_DESCRIPTION, FUNCTION_NAME, INSTRUCTION, input_schema
+from infra import guardrail as guardrail_mod
 from infra.common import ASSET_EXCLUDES, ROOT, ack, ack_xray, function
 from infra.config import DeployConfig
 from infra.data import SharedData
+from infra.models import invoke_statements
 
-GEO_PREFIXES = ("us", "eu", "apac", "jp", "au", "ca", "us-gov", "global")
 TARGET_NAME = "citerag-search"
 
 
@@ -62,19 +63,6 @@ def tool_schema() -> ac.ToolSchema:
         name=FUNCTION_NAME, description=FUNCTION_DESCRIPTION,
         input_schema=ac.SchemaDefinition(type=ac.SchemaDefinitionType.OBJECT, properties=props,
                                          required=schema["required"]))])
-
-
-def model_arns(c: DeployConfig) -> tuple[list[str], list[str]]:
-    """(resources for bedrock:InvokeModel*, inference profiles for bedrock:GetInferenceProfile): a cross-region
-    profile needs the profile ARN and the foundation model in every destination region (docs
-    inference-profiles-prereq)."""
-    p = cdk.Aws.PARTITION
-    prefix, _, base = c.agentcore_model_id.partition(".")
-    if prefix in GEO_PREFIXES and base:
-        profile = f"arn:{p}:bedrock:{cdk.Aws.REGION}:{cdk.Aws.ACCOUNT_ID}:inference-profile/{c.agentcore_model_id}"
-        models = [f"arn:{p}:bedrock:{r}::foundation-model/{base}" for r in c.agentcore_model_regions]
-        return [profile, *models], [profile]
-    return [f"arn:{p}:bedrock:{cdk.Aws.REGION}::foundation-model/{c.agentcore_model_id}"], []
 
 
 def build(stack: cdk.Stack, c: DeployConfig, data: SharedData, retention: logs.RetentionDays,
@@ -118,13 +106,10 @@ def build(stack: cdk.Stack, c: DeployConfig, data: SharedData, retention: logs.R
         environment_variables=env, tracing_enabled=True,
         logging_configs=[ac.LoggingConfig(destination=ac.LoggingDestination.cloud_watch_logs(app_logs),
                                           log_type=ac.LogType.APPLICATION_LOGS)])
-    invoke, profiles = model_arns(c)
-    runtime.add_to_role_policy(iam.PolicyStatement(
-        actions=["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"], resources=invoke))
-    if profiles:
-        runtime.add_to_role_policy(iam.PolicyStatement(actions=["bedrock:GetInferenceProfile"], resources=profiles))
-    runtime.add_to_role_policy(iam.PolicyStatement(actions=["bedrock:ApplyGuardrail"],
-                                                   resources=[guardrail.attr_guardrail_arn]))
+    for statement in invoke_statements(c.agentcore_model_id, c.agentcore_model_regions):
+        runtime.add_to_role_policy(statement)
+    runtime.add_to_role_policy(iam.PolicyStatement(actions=["bedrock:ApplyGuardrail"], resources=[
+        guardrail.attr_guardrail_arn, *guardrail_mod.profile_arns(c)]))
     runtime.add_to_role_policy(iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=[data.titan_arn]))
     data.secret.grant_read(runtime.role)
     data.source_id_secret.grant_read(runtime.role)

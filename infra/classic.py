@@ -3,6 +3,8 @@ overridden prompts with the parser Lambda, the guardrail, and the alias apps cal
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 
 import aws_cdk as cdk
@@ -12,10 +14,16 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 
 from citerag.citations import prompts as prompt_sets
+from citerag.citations.families import family_for
 from citerag.citations.tool import ACTION_GROUP, FUNCTION_DESCRIPTION, FUNCTION_NAME, INSTRUCTION, PARAMETERS
+from infra import guardrail as guardrail_mod
 from infra.common import ack_xray, function
 from infra.config import DeployConfig
 from infra.data import SharedData
+from infra.models import invoke_statements
+
+# No knowledge base is attached (search is the action group), so its prompt is not overridden.
+OVERRIDDEN = ("PRE_PROCESSING", "ORCHESTRATION", "POST_PROCESSING")
 
 
 def function_schema() -> bedrock.CfnAgent.FunctionSchemaProperty:
@@ -26,6 +34,14 @@ def function_schema() -> bedrock.CfnAgent.FunctionSchemaProperty:
             type=p["type"], description=p["description"], required=bool(p.get("required")))
             for name, p in PARAMETERS.items()},
     )])
+
+
+def config_hash(c: DeployConfig, prompts: dict) -> str:
+    """SHA-256 of the agent's definition: model, instruction, tool schema, prompt templates and parameters."""
+    definition = {"model": c.agent_model_id, "instruction": INSTRUCTION, "action_group": ACTION_GROUP,
+                  "function": [FUNCTION_NAME, FUNCTION_DESCRIPTION, PARAMETERS],
+                  "prompts": {t: {k: v for k, v in p.items() if k != "file"} for t, p in sorted(prompts.items())}}
+    return hashlib.sha256(json.dumps(definition, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
 @dataclass
@@ -53,19 +69,21 @@ def build(stack: cdk.Stack, c: DeployConfig, data: SharedData, retention: logs.R
     data.grant_source_ids(parser)
     ack_xray(parser)
 
-    model_arns = [f"arn:{cdk.Aws.PARTITION}:bedrock:{cdk.Aws.REGION}::foundation-model/{c.agent_model_id}",
-                  *c.agent_model_arns]
     agent_role = iam.Role(stack, "AgentRole", assumed_by=iam.ServicePrincipal(
         "bedrock.amazonaws.com", conditions={
             "StringEquals": {"aws:SourceAccount": cdk.Aws.ACCOUNT_ID},
             "ArnLike": {"aws:SourceArn": f"arn:{cdk.Aws.PARTITION}:bedrock:{cdk.Aws.REGION}:"
                                          f"{cdk.Aws.ACCOUNT_ID}:agent/*"}}))
-    agent_role.add_to_policy(iam.PolicyStatement(actions=["bedrock:InvokeModel",
-                                                          "bedrock:InvokeModelWithResponseStream"],
-                                                 resources=model_arns))
-    agent_role.add_to_policy(iam.PolicyStatement(actions=["bedrock:ApplyGuardrail", "bedrock:GetGuardrail"],
-                                                 resources=[guardrail.attr_guardrail_arn]))
-    prompts = prompt_sets.load()
+    # Created (and validated by CreateAgent) before the agent: the policy must already allow the profile.
+    model_policy = iam.Policy(stack, "AgentModelAccess", statements=[
+        *invoke_statements(c.agent_model_id, c.agent_model_regions or None),
+        *([iam.PolicyStatement(actions=["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"],
+                               resources=c.agent_model_arns)] if c.agent_model_arns else []),
+        iam.PolicyStatement(actions=["bedrock:ApplyGuardrail", "bedrock:GetGuardrail"],
+                            resources=[guardrail.attr_guardrail_arn, *guardrail_mod.profile_arns(c)])])
+    model_policy.attach_to_role(agent_role)
+    family = family_for(c.agent_model_id)
+    prompts = {t: p for t, p in prompt_sets.load(str(prompt_sets.prompts_dir(family.name))).items() if t in OVERRIDDEN}
     agent = bedrock.CfnAgent(
         stack, "Agent", agent_name=f"{stack.stack_name}-agent", agent_resource_role_arn=agent_role.role_arn,
         foundation_model=c.agent_model_id, instruction=INSTRUCTION, idle_session_ttl_in_seconds=900,
@@ -79,14 +97,21 @@ def build(stack: cdk.Stack, c: DeployConfig, data: SharedData, retention: logs.R
             prompt_configurations=[bedrock.CfnAgent.PromptConfigurationProperty(
                 prompt_type=ptype, prompt_creation_mode="OVERRIDDEN", parser_mode="OVERRIDDEN",
                 prompt_state="ENABLED", base_prompt_template=p["template"],
+                # Temperature only: Claude Sonnet 4.5 / Haiku 4.5 and later refuse temperature with top_p.
                 inference_configuration=bedrock.CfnAgent.InferenceConfigurationProperty(
-                    temperature=p["temperature"], top_p=1, top_k=250, maximum_length=p["maximumLength"],
+                    temperature=p["temperature"], maximum_length=p["maximumLength"],
                     stop_sequences=p["stopSequences"]))
                 for ptype, p in prompts.items()]),
         guardrail_configuration=bedrock.CfnAgent.GuardrailConfigurationProperty(
             guardrail_identifier=guardrail.attr_guardrail_id, guardrail_version=guardrail_version.attr_version),
     )
-    alias = bedrock.CfnAgentAlias(stack, "AgentAlias", agent_id=agent.attr_agent_id, agent_alias_name="live")
+    agent.node.add_dependency(model_policy)
+    # There is no AgentVersion resource and no CreateAgentVersion API: an alias update without a routing
+    # configuration is what creates a version (botocore bedrock-agent; cfn-lint has no AWS::Bedrock::AgentVersion).
+    # The alias description carries a hash of everything that defines the agent, so a deploy that changes the
+    # prompts, instruction, action group or model changes the alias and the alias serves a new version.
+    alias = bedrock.CfnAgentAlias(stack, "AgentAlias", agent_id=agent.attr_agent_id, agent_alias_name="live",
+                                  description=f"citerag agent config {config_hash(c, prompts)}")
     # The agent invokes both functions; neither L2 library grants this, and the parser needs it too.
     for fn, sid in ((search, "AllowAgentInvokeSearch"), (parser, "AllowAgentInvokeParser")):
         fn.add_permission(sid, principal=iam.ServicePrincipal("bedrock.amazonaws.com"),

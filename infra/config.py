@@ -4,11 +4,16 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
+
+from citerag.citations.families import DEFAULT_MODEL_ID, family_for
 
 DEFAULTS_DOC = """
-agentModelId          Claude model the agent uses            anthropic.claude-3-5-sonnet-20240620-v1:0
+agentModelId          the agent's model or inference profile  jp.anthropic.claude-sonnet-4-6
+agentModelRegions     destination regions of that profile    (derived from its prefix: jp. = Tokyo, Osaka)
 agentModelArns        extra model/inference-profile ARNs the agent may call (comma-separated)
+guardrailTier         STANDARD (Japanese, cross-region) | CLASSIC (English, French, Spanish; in-region)  STANDARD
+guardrailProfileId    cross-region guardrail profile (Standard tier)   apac.guardrail.v1:0
 embeddingModelId      Titan embeddings                       amazon.titan-embed-text-v2:0
 embeddingDimensions   256 | 512 | 1024                       1024
 pineconeDenseHost     dense index host (cosine)              (required for deploy; placeholder for synth)
@@ -21,7 +26,7 @@ logRetentionDays      CloudWatch Logs retention              30
 aclRequired           refuse searches without a tenant       false
 
 runtimes                what to deploy: classic, agentcore or both (comma-separated)   classic
-agentcoreModelId        the AgentCore agent's model (inference profile)   jp.anthropic.claude-sonnet-4-5-20250929-v1:0
+agentcoreModelId        the AgentCore agent's model (inference profile)   jp.anthropic.claude-sonnet-4-6
 agentcoreModelRegions   destination regions of that profile (IAM)   ap-northeast-1,ap-northeast-3
 agentcoreJwtDiscoveryUrl  OIDC discovery URL: JWT inbound auth for runtime and gateway   (empty: IAM)
 agentcoreJwtAudience    allowed audiences (comma-separated)    (none)
@@ -35,8 +40,14 @@ agentcoreTransactionSearch  also enable X-Ray Transaction Search (account-wide) 
 
 
 class DeployConfig(BaseModel):
-    agent_model_id: str = "anthropic.claude-3-5-sonnet-20240620-v1:0"
+    agent_model_id: str = DEFAULT_MODEL_ID
+    agent_model_regions: list[str] = Field(default_factory=list)  # empty: derived from the profile prefix
     agent_model_arns: list[str] = Field(default_factory=list)
+    guardrail_tier: Literal["STANDARD", "CLASSIC"] = "STANDARD"
+    # The APAC guardrail profile (there is no jp. one); destinations from Tokyo per AWS's regional list.
+    guardrail_profile_id: str = "apac.guardrail.v1:0"
+    guardrail_profile_regions: list[str] = Field(default_factory=lambda: [
+        "ap-northeast-1", "ap-northeast-2", "ap-northeast-3", "ap-south-1", "ap-southeast-1", "ap-southeast-2"])
     embedding_model_id: str = "amazon.titan-embed-text-v2:0"
     embedding_dimensions: int = Field(1024)
     pinecone_dense_host: str = "https://citerag-dense-REPLACE.svc.pinecone.io"
@@ -50,7 +61,7 @@ class DeployConfig(BaseModel):
 
     # AgentCore (issue 10): what to deploy and the AgentCore agent's own settings.
     runtimes: list[Literal["classic", "agentcore"]] = Field(default_factory=lambda: ["classic"], min_length=1)
-    agentcore_model_id: str = "jp.anthropic.claude-sonnet-4-5-20250929-v1:0"
+    agentcore_model_id: str = DEFAULT_MODEL_ID
     agentcore_model_regions: list[str] = Field(default_factory=lambda: ["ap-northeast-1", "ap-northeast-3"])
     agentcore_jwt_discovery_url: str | None = None
     agentcore_jwt_audience: list[str] = Field(default_factory=list)
@@ -60,6 +71,13 @@ class DeployConfig(BaseModel):
     agentcore_memory_days: int = Field(30, ge=3, le=365)  # the CFN schema's EventExpiryDuration range
     agentcore_citations: Literal["protocol", "native"] = "protocol"
     agentcore_transaction_search: bool = False
+
+    @model_validator(mode="after")
+    def _known_model_and_tier(self) -> DeployConfig:
+        family_for(self.agent_model_id)  # a model with no prompt set fails at synth, by name
+        if self.guardrail_tier == "CLASSIC":
+            self.guardrail_profile_id = ""  # the Classic tier runs in the region, with no profile
+        return self
 
     @classmethod
     def from_context(cls, get: Any) -> DeployConfig:
@@ -74,6 +92,8 @@ class DeployConfig(BaseModel):
 
         data: dict[str, Any] = {
             "agent_model_id": ctx("agentModelId"), "agent_model_arns": split(ctx("agentModelArns")),
+            "agent_model_regions": split(ctx("agentModelRegions")), "guardrail_tier": ctx("guardrailTier"),
+            "guardrail_profile_id": ctx("guardrailProfileId"),
             "embedding_model_id": ctx("embeddingModelId"), "embedding_dimensions": ctx("embeddingDimensions"),
             "pinecone_dense_host": ctx("pineconeDenseHost"), "pinecone_sparse_host": ctx("pineconeSparseHost"),
             "pinecone_secret_name": ctx("pineconeSecretName") or None,

@@ -30,6 +30,7 @@ class SharedData:
     source_id_secret: sm.Secret
     titan_arn: str
     ingest: lambda_.Function
+    access_logs: s3.Bucket
 
     def grant_source_ids(self, fn) -> None:
         """Sign or verify source ids: read the deployment's key (and learn its name from the environment)."""
@@ -119,4 +120,4 @@ def build(stack: cdk.Stack, c: DeployConfig, retention: logs.RetentionDays) -> S
                     "Action::s3:DeleteObject*", "Action::s3:Abort*"])
     ack_xray(ingest)
     return SharedData(documents=docs, dlq=dlq, secret=secret, code=code, env=env, source_id_secret=source_id_secret,
-                      titan_arn=titan_arn, ingest=ingest)
+                      titan_arn=titan_arn, ingest=ingest, access_logs=access_logs)

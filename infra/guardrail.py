@@ -1,5 +1,12 @@
 """The Bedrock guardrail every model call goes through (Classic agent and AgentCore agent alike): prompt attacks,
-harmful content, PII anonymisation, denied topics."""
+harmful content, PII anonymisation, denied topics.
+
+Standard tier: the Classic tier supports English, French and Spanish only, and the first users write Japanese
+(AWS docs guardrails-tiers, guardrails-supported-languages: Japanese "optimized and supported" in Standard).
+Standard requires cross-region inference (aws-cdk-lib ContentFiltersTierConfigProperty: "This tier requires that
+your guardrail use cross-Region inference"), through the guardrail profile of the region's geography (Tokyo:
+`apac.guardrail.v1:0`; CloudFormation takes only its ARN, cfn-lint AWS::Bedrock::Guardrail CrossRegionConfig).
+Its checks may run in other APAC regions; `guardrailTier=CLASSIC` keeps them in the region."""
 
 from __future__ import annotations
 
@@ -15,7 +22,13 @@ def build(stack: cdk.Stack, c: DeployConfig) -> tuple[bedrock.CfnGuardrail, bedr
         stack, "Guardrail", name=f"{stack.stack_name}-guardrail",
         blocked_input_messaging="Sorry, I cannot help with that request.",
         blocked_outputs_messaging="Sorry, I cannot share that answer.",
-        content_policy_config=bedrock.CfnGuardrail.ContentPolicyConfigProperty(filters_config=[
+        cross_region_config=bedrock.CfnGuardrail.GuardrailCrossRegionConfigProperty(
+            guardrail_profile_arn=f"arn:{cdk.Aws.PARTITION}:bedrock:{cdk.Aws.REGION}:{cdk.Aws.ACCOUNT_ID}:"
+                                  f"guardrail-profile/{c.guardrail_profile_id}") if c.guardrail_profile_id else None,
+        content_policy_config=bedrock.CfnGuardrail.ContentPolicyConfigProperty(
+            content_filters_tier_config=bedrock.CfnGuardrail.ContentFiltersTierConfigProperty(
+                tier_name=c.guardrail_tier),
+            filters_config=[
             bedrock.CfnGuardrail.ContentFilterConfigProperty(type="PROMPT_ATTACK", input_strength="HIGH",
                                                              output_strength="NONE"),
             *[bedrock.CfnGuardrail.ContentFilterConfigProperty(type=t, input_strength="HIGH",
@@ -24,7 +37,9 @@ def build(stack: cdk.Stack, c: DeployConfig) -> tuple[bedrock.CfnGuardrail, bedr
         sensitive_information_policy_config=bedrock.CfnGuardrail.SensitiveInformationPolicyConfigProperty(
             pii_entities_config=[bedrock.CfnGuardrail.PiiEntityConfigProperty(type=t, action="ANONYMIZE")
                                  for t in ("EMAIL", "PHONE", "CREDIT_DEBIT_CARD_NUMBER", "NAME", "ADDRESS")]),
-        topic_policy_config=bedrock.CfnGuardrail.TopicPolicyConfigProperty(topics_config=[
+        topic_policy_config=bedrock.CfnGuardrail.TopicPolicyConfigProperty(
+            topics_tier_config=bedrock.CfnGuardrail.TopicsTierConfigProperty(tier_name=c.guardrail_tier),
+            topics_config=[
             bedrock.CfnGuardrail.TopicConfigProperty(name=topic_name(t), definition=f"Requests for {t.lower()}.",
                                                      type="DENY") for t in c.denied_topics])
         if c.denied_topics else None,
@@ -32,3 +47,12 @@ def build(stack: cdk.Stack, c: DeployConfig) -> tuple[bedrock.CfnGuardrail, bedr
     guardrail_version = bedrock.CfnGuardrailVersion(stack, "GuardrailVersion",
                                                     guardrail_identifier=guardrail.attr_guardrail_id)
     return guardrail, guardrail_version
+
+
+def profile_arns(c: DeployConfig) -> list[str]:
+    """ApplyGuardrail on a Standard-tier guardrail also needs its guardrail profile in every destination region
+    (docs guardrail-profiles-permissions; unlike model ARNs these carry the account id)."""
+    if not c.guardrail_profile_id:
+        return []
+    return [f"arn:{cdk.Aws.PARTITION}:bedrock:{r}:{cdk.Aws.ACCOUNT_ID}:guardrail-profile/{c.guardrail_profile_id}"
+            for r in c.guardrail_profile_regions]

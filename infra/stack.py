@@ -27,7 +27,7 @@ class CiteragStack(cdk.Stack):
         shared = data.build(self, c, keep)
         self.documents = shared.documents
         rail, rail_version = guardrail.build(self, c)
-        invocation_logs = invocation_logging.build(self, keep)
+        invocation_logs = invocation_logging.build(self, keep, shared)
         self.functions = {"ingest": shared.ingest}
         outputs: dict[str, str] = {}
         # Which runtimes to deploy (context `runtimes`): both share the data plane and the guardrail.

@@ -189,3 +189,49 @@ def test_converse_model_request_matches_the_botocore_model():
         out = model.complete(prompt, prompt_type="PRE_PROCESSING", stop_sequences=["</category>"], max_tokens=512,
                              temperature=0.0)
     assert out.text == "<category>D</category>" and (out.input_tokens, out.output_tokens) == (12, 3)
+
+
+def test_converse_model_passes_native_tools_and_returns_the_messages_response_json():
+    import boto3
+    from botocore.stub import ANY, Stubber
+
+    from citerag.adapters.converse import BedrockConverseModel
+    from citerag.citations.messages_format import decode
+
+    client = boto3.client("bedrock-runtime", region_name="ap-northeast-1", aws_access_key_id="x",
+                          aws_secret_access_key="y")
+    model = BedrockConverseModel(client, "jp.anthropic.claude-sonnet-4-6")
+    tool = {"name": "citerag-search__search_documents", "description": "Search",
+            "input_schema": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}
+    prompt = {"system": "rules", "tools": [tool], "messages": [
+        {"role": "user", "content": [{"type": "text", "text": "How long does the filter last?\n"}]},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "tu1", "name": tool["name"],
+                                           "input": {"query": "filter"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu1", "content": '{"results": []}'}]}]}
+    with Stubber(client) as stub:  # validates toolConfig, toolUse and toolResult against botocore's model
+        stub.add_response("converse", {
+            "output": {"message": {"role": "assistant", "content": [
+                {"text": "<thinking>Again.</thinking>"},
+                {"toolUse": {"toolUseId": "tu2", "name": tool["name"], "input": {"query": "フィルター"}}}]}},
+            "stopReason": "tool_use", "usage": {"inputTokens": 40, "outputTokens": 9, "totalTokens": 49},
+            "metrics": {"latencyMs": 300}},
+            {"modelId": "jp.anthropic.claude-sonnet-4-6", "system": ANY, "messages": ANY, "toolConfig": ANY,
+             "inferenceConfig": {"maxTokens": 2048, "temperature": 0.0, "stopSequences": ["</answer>"]}})
+        out = model.complete(prompt, prompt_type="ORCHESTRATION", stop_sequences=["</answer>"])
+    resp = decode(out.text)
+    assert resp.stop_reason == "tool_use" and resp.tool_uses[0].input == {"query": "フィルター"}
+    assert resp.tool_uses[0].id == "tu2" and resp.text == "<thinking>Again.</thinking>"
+
+
+def test_a_streamed_final_response_in_several_chunks_gives_the_same_cited_answer(runtime, agent_double):
+    events = list(runtime.invoke("How long is the warranty?"))
+    final = next(e for e in events if "chunk" in e)
+    data = final["chunk"]["bytes"]
+    pieces = [data[: len(data) // 3], data[len(data) // 3: 2 * len(data) // 3], data[2 * len(data) // 3:]]
+    streamed = [e for e in events if "chunk" not in e] + [{"chunk": {"bytes": p}} for p in pieces[:-1]] + [
+        {"chunk": {**final["chunk"], "bytes": pieces[-1]}}]
+    agent_double.stream = eventstream.encode_stream(streamed)
+    remote = _client().ask("How long is the warranty?", "AGENT12345", "ALIAS12345", stream=True)
+    assert agent_double.requests[-1].body["streamingConfigurations"] == {"streamFinalResponse": True}
+    local = answer_from_events(events)
+    assert remote.text == local.text and remote.citations == local.citations and remote.answered

@@ -31,6 +31,16 @@ def synth(tmp_path_factory):
     return out, template
 
 
+def synth_for(context: dict, tmp=None):
+    import tempfile
+
+    from infra.app import build_app
+
+    out = Path(tmp or tempfile.mkdtemp(prefix="cdk.out-"))
+    build_app({"aws:cdk:bundling-stacks": [], **context}, outdir=str(out)).synth()
+    return out, json.loads((out / "Citerag.template.json").read_text())
+
+
 def of_type(template, kind):
     return {k: v for k, v in template["Resources"].items() if v["Type"] == kind}
 
@@ -70,12 +80,12 @@ def test_s3_to_sqs_to_ingest_lambda_with_dlq_and_partial_batch_failures(synth):
     assert esm["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
 
 
-def test_three_functions_with_their_handlers_log_groups_and_tracing(synth):
+def test_the_functions_with_their_handlers_log_groups_and_tracing(synth):
     _, t = synth
     fns = {v["Properties"]["Handler"]: v["Properties"] for v in of_type(t, "AWS::Lambda::Function").values()
            if v["Properties"].get("Handler", "").startswith("citerag.")}
     assert set(fns) == {"citerag.handlers.search.handler", "citerag.handlers.ingest.handler",
-                        "citerag.handlers.parser.handler"}
+                        "citerag.handlers.parser.handler", "citerag.handlers.invocation_logging.handler"}
     assert all(f["TracingConfig"] == {"Mode": "Active"} and "LoggingConfig" in f for f in fns.values())
     assert fns["citerag.handlers.ingest.handler"]["ReservedConcurrentExecutions"] == 1
     env = fns["citerag.handlers.search.handler"]["Environment"]["Variables"]
@@ -98,19 +108,42 @@ def test_agent_action_group_schema_is_generated_from_the_handler_definition(synt
     assert group["ActionGroupExecutor"]["Lambda"] == {"Fn::GetAtt": [search_id, "Arn"]}
 
 
-def test_four_prompt_overrides_with_the_parser_lambda(synth):
+def test_the_default_model_is_sonnet_4_6_through_the_japan_profile_with_its_family_prompts(synth):
     _, t = synth
     agent = one(t, "AWS::Bedrock::Agent")
+    assert agent["FoundationModel"] == "jp.anthropic.claude-sonnet-4-6"
     poc = agent["PromptOverrideConfiguration"]
     parser_id = logical_id(t, "AWS::Lambda::Function", lambda p: p.get("Handler") == "citerag.handlers.parser.handler")
     assert poc["OverrideLambda"] == {"Fn::GetAtt": [parser_id, "Arn"]}
-    loaded = prompts.load()
+    loaded = prompts.load(str(prompts.prompts_dir("claude46")))
     configs = {c["PromptType"]: c for c in poc["PromptConfigurations"]}
-    assert set(configs) == set(prompts.PROMPT_TYPES)
+    # No knowledge base is attached, so its generation prompt is left alone.
+    assert set(configs) == {"PRE_PROCESSING", "ORCHESTRATION", "POST_PROCESSING"}
     for ptype, c in configs.items():
         assert c["PromptCreationMode"] == c["ParserMode"] == "OVERRIDDEN"
         assert c["BasePromptTemplate"] == loaded[ptype]["template"]
-        assert c["InferenceConfiguration"]["StopSequences"] == loaded[ptype]["stopSequences"]
+        assert "$tools$" not in c["BasePromptTemplate"]
+        inference = c["InferenceConfiguration"]
+        assert inference["StopSequences"] == loaded[ptype]["stopSequences"]
+        assert "Temperature" in inference and "TopP" not in inference and "TopK" not in inference
+
+
+def test_the_alias_follows_every_change_of_the_agent_definition(synth):
+    from infra.classic import OVERRIDDEN, config_hash
+    from infra.config import DeployConfig
+
+    def hash_of(**changes):
+        c = DeployConfig(**changes)
+        loaded = prompts.load(str(prompts.prompts_dir("claude46")))
+        return config_hash(c, {k: v for k, v in loaded.items() if k in OVERRIDDEN})
+
+    base = hash_of()
+    assert base == hash_of() and len(base) == 64
+    assert hash_of(agent_model_id="global.anthropic.claude-sonnet-4-6") != base
+    _, t = synth
+    alias = one(t, "AWS::Bedrock::AgentAlias")
+    assert "RoutingConfiguration" not in alias  # a routing-less update is what creates a new version
+    assert alias["Description"] == f"citerag agent config {base}" and len(alias["Description"]) <= 200
 
 
 def test_parser_and_search_permissions_for_the_agent_only(synth):
@@ -149,8 +182,48 @@ def test_agent_role_has_no_wildcard_actions_and_only_the_configured_models(synth
     statements = [s for p in policies for s in p["PolicyDocument"]["Statement"]]
     actions = [a for s in statements for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])]
     assert actions and not any("*" in a for a in actions)
-    invoke = next(s for s in statements if "bedrock:InvokeModel" in s["Action"])
-    assert "anthropic.claude" in json.dumps(invoke["Resource"])
+    invoke = [s for s in statements if "bedrock:InvokeModel" in s["Action"]]
+    text = json.dumps(invoke)
+    # The profile, and the foundation model in each destination of jp. (Tokyo and Osaka) only through it
+    # (docs inference-profiles-prereq); nothing else.
+    assert "inference-profile/jp.anthropic.claude-sonnet-4-6" in text
+    assert ":bedrock:ap-northeast-1::foundation-model/anthropic.claude-sonnet-4-6" in text
+    assert ":bedrock:ap-northeast-3::foundation-model/anthropic.claude-sonnet-4-6" in text
+    assert text.count("foundation-model/") == 2 and "bedrock:InferenceProfileArn" in text
+    profile = next(s for s in statements if s["Action"] == "bedrock:GetInferenceProfile")
+    assert "inference-profile/jp.anthropic.claude-sonnet-4-6" in json.dumps(profile["Resource"])
+    agent_id = logical_id(t, "AWS::Bedrock::Agent")
+    policy_id = next(k for k, v in of_type(t, "AWS::IAM::Policy").items() if "AgentModelAccess" in k)
+    assert policy_id in t["Resources"][agent_id].get("DependsOn", [])  # CreateAgent checks the role's access
+
+
+def test_the_guardrail_is_standard_tier_through_the_apac_guardrail_profile(synth):
+    _, t = synth
+    g = one(t, "AWS::Bedrock::Guardrail")
+    assert g["ContentPolicyConfig"]["ContentFiltersTierConfig"] == {"TierName": "STANDARD"}
+    assert g["TopicPolicyConfig"]["TopicsTierConfig"] == {"TierName": "STANDARD"}
+    assert "guardrail-profile/apac.guardrail.v1:0" in json.dumps(g["CrossRegionConfig"])
+    role_id = next(k for k in of_type(t, "AWS::IAM::Role") if "AgentRole" in k)
+    apply = [s for v in of_type(t, "AWS::IAM::Policy").values() if {"Ref": role_id} in v["Properties"]["Roles"]
+             for s in v["Properties"]["PolicyDocument"]["Statement"] if "bedrock:ApplyGuardrail" in s["Action"]]
+    assert json.dumps(apply).count("guardrail-profile/apac.guardrail.v1:0") == 6
+
+
+def test_other_models_regions_and_the_classic_tier_come_from_context():
+    _, t = synth_for({"agentModelId": "global.anthropic.claude-haiku-4-5-20251001-v1:0", "guardrailTier": "CLASSIC"})
+    agent = one(t, "AWS::Bedrock::Agent")
+    assert agent["FoundationModel"] == "global.anthropic.claude-haiku-4-5-20251001-v1:0"
+    orch = next(c for c in agent["PromptOverrideConfiguration"]["PromptConfigurations"]
+                if c["PromptType"] == "ORCHESTRATION")
+    assert json.loads(orch["BasePromptTemplate"])["messages"][-1]["role"] == "assistant"  # 4.5 takes a prefill
+    text = json.dumps(t)
+    assert ":bedrock:::foundation-model/anthropic.claude-haiku-4-5-20251001-v1:0" in text  # the global form
+    assert '"aws:RequestedRegion": "unspecified"' in text
+    g = one(t, "AWS::Bedrock::Guardrail")
+    assert "CrossRegionConfig" not in g
+    assert g["ContentPolicyConfig"]["ContentFiltersTierConfig"]["TierName"] == "CLASSIC"
+    with pytest.raises(ValueError, match="no prompt set"):
+        synth_for({"agentModelId": "apac.amazon.nova-pro-v1:0"})
 
 
 def test_secret_alarms_and_model_invocation_logging(synth):
@@ -159,8 +232,14 @@ def test_secret_alarms_and_model_invocation_logging(synth):
     alarms = [a["Properties"] for a in of_type(t, "AWS::CloudWatch::Alarm").values()]
     assert {a["MetricName"] for a in alarms} == {"ApproximateNumberOfMessagesVisible", "Errors", "Throttles"}
     assert len(alarms) == 7
-    logging_call = json.dumps(one(t, "Custom::AWS"))
-    assert "PutModelInvocationLoggingConfiguration" in logging_call and "cloudWatchConfig" in logging_call
+    logging = json.dumps(one(t, "AWS::CloudFormation::CustomResource"))
+    assert "cloudWatchConfig" in logging and "largeDataDeliveryS3Config" in logging and "StateKey" in logging
+    setup = logical_id(t, "AWS::Lambda::Function",
+                       lambda p: p.get("Handler") == "citerag.handlers.invocation_logging.handler")
+    policies = json.dumps([v for v in of_type(t, "AWS::IAM::Policy").values()
+                           if {"Ref": t["Resources"][setup]["Properties"]["Role"]["Fn::GetAtt"][0]}
+                           in v["Properties"]["Roles"]])
+    assert "bedrock:GetModelInvocationLoggingConfiguration" in policies  # reads what was there before
 
 
 def test_cdk_nag_reports_no_unacknowledged_findings(synth):

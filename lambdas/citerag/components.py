@@ -234,7 +234,21 @@ class Components:
     def prompts(self):
         from citerag.citations import prompts
 
-        return prompts.load(str(self.settings.prompts_dir) if self.settings.prompts_dir else None)
+        folder = self.settings.prompts_dir or prompts.prompts_dir(self.model_family.name)
+        return prompts.load(str(folder))
+
+    @cached_property
+    def model_family(self):
+        """The model family the local agent speaks: the setting, else the one of the configured model."""
+        from citerag.citations.families import DEFAULT_MODEL_ID, FAMILIES, family_for
+
+        s = self.settings
+        if s.model_family != "auto":
+            return FAMILIES[s.model_family]
+        try:
+            return family_for(s.chat_model_id or DEFAULT_MODEL_ID)
+        except ValueError as exc:
+            raise CiteragError(str(exc)) from None
 
     @cached_property
     def chat_model(self):

@@ -122,6 +122,9 @@ class Settings(BaseSettings):
                                                       "never masked (e.g. a public support number)")
     pii_extra: dict[str, str] = Field(default_factory=dict, description='JSON {"label": "regex"} of extra rules')
     prompts_dir: Path | None = Field(None, description="prompt templates to use instead of the bundled ones")
+    # Which prompt set, parser format and tool passing the local agent uses (citations/families.py): "auto"
+    # follows chat_model_id, or the deployed default model when none is set.
+    model_family: Literal["auto", "claude3", "claude45", "claude46"] = "auto"
 
     # `citerag invoke ingest`: a local folder standing in for the documents bucket
     local_bucket_dir: Path | None = None

@@ -5,6 +5,7 @@ classifier is the Classic pre-processing prompt itself (one definition of the ca
 from __future__ import annotations
 
 from citerag.citations import prompts
+from citerag.citations.chat import text_of
 from citerag.citations.tool import FUNCTION_DESCRIPTION, FUNCTION_NAME, INSTRUCTION
 
 # Marks the orchestration prompt, so offline models and trace readers can tell the two calls apart.
@@ -35,5 +36,5 @@ def classifier(question: str) -> tuple[str, str]:
     template = prompts.load()["PRE_PROCESSING"]["template"]
     rendered = prompts.render(template, {"$tools$": f"{FUNCTION_NAME}: {FUNCTION_DESCRIPTION}",
                                          "$question$": question})
-    user = next(m["content"] for m in rendered["messages"] if m["role"] == "user")
-    return str(rendered["system"]), str(user)
+    user = next(text_of(m["content"]) for m in rendered["messages"] if m["role"] == "user")
+    return str(rendered["system"]), user

@@ -10,30 +10,43 @@ import html
 import re
 from dataclasses import dataclass, field
 
-MAX_SCAN = 200_000  # characters; longer output is cut before parsing (regexes stay linear anyway)
+MAX_SCAN = 1_000_000  # characters; longer output is cut before parsing
+
+# Every reader below is a forward scan with str.find: linear in the input whatever it holds. The regular
+# expressions they replace (`<tag>(.*?)</tag>` tried at every `<tag>`) were quadratic on output full of opening
+# tags: 200 KB took 88-130 s, past the parser Lambda's timeout.
 
 
 def inner(text: str, tag: str, *, allow_unclosed: bool = False) -> str | None:
     """Text between the first <tag> and its </tag> (or the end, if allowed and unclosed)."""
-    m = re.search(rf"<{tag}>(.*?)</{tag}>", text, re.S)
-    if m:
-        return m.group(1)
-    if allow_unclosed:
-        m = re.search(rf"<{tag}>(.*)\Z", text, re.S)
-        if m:
-            return m.group(1)
-    return None
+    open_, close = f"<{tag}>", f"</{tag}>"
+    start = text.find(open_)
+    if start < 0:
+        return None
+    start += len(open_)
+    end = text.find(close, start)
+    if end >= 0:
+        return text[start:end]
+    return text[start:] if allow_unclosed else None
 
 
 def all_inner(text: str, tag: str, *, allow_unclosed_last: bool = False) -> list[str]:
-    found = re.findall(rf"<{tag}>(.*?)</{tag}>", text, re.S)
-    if allow_unclosed_last:
-        last_close = text.rfind(f"</{tag}>")
-        tail = text[last_close + len(tag) + 3:] if last_close >= 0 else text
-        m = re.search(rf"<{tag}>(.*)\Z", tail, re.S)
-        if m:
-            found.append(m.group(1))
-    return found
+    """Every <tag>...</tag> in order, without nesting (a second <tag> before </tag> is part of the text);
+    with allow_unclosed_last, a final unclosed <tag> runs to the end."""
+    open_, close = f"<{tag}>", f"</{tag}>"
+    found, pos = [], 0
+    while True:
+        start = text.find(open_, pos)
+        if start < 0:
+            return found
+        start += len(open_)
+        end = text.find(close, start)
+        if end < 0:
+            if allow_unclosed_last:
+                found.append(text[start:])
+            return found
+        found.append(text[start:end])
+        pos = end + len(close)
 
 
 def clean(text: str | None) -> str:
@@ -53,6 +66,7 @@ def rationale(text: str) -> str:
 class Invoke:
     tool_name: str
     parameters: dict[str, str] = field(default_factory=dict)
+    id: str = ""  # the tool_use block's id (native tools); the text format has none
 
 
 def function_calls(text: str) -> list[Invoke] | None:
@@ -64,8 +78,7 @@ def function_calls(text: str) -> list[Invoke] | None:
     for inv in all_inner(block, "invoke", allow_unclosed_last=True):
         name = clean(inner(inv, "tool_name", allow_unclosed=False))
         params_block = inner(inv, "parameters", allow_unclosed=True) or ""
-        params = {m.group(1): clean(m.group(2))
-                  for m in re.finditer(r"<([A-Za-z_][\w\-]*)>(.*?)</\1>", params_block, re.S)}
+        params = _elements(params_block)
         calls.append(Invoke(name, params))
     return calls
 
@@ -85,7 +98,8 @@ def answer(text: str) -> list[AnswerPart] | None:
     for raw in all_inner(block, "answer_part", allow_unclosed_last=True):
         body = inner(raw, "text", allow_unclosed=True)
         if body is None:
-            body = re.sub(r"<sources>.*", "", raw, flags=re.S)
+            cut = raw.find("<sources>")
+            body = raw if cut < 0 else raw[:cut]
         sources_block = inner(raw, "sources", allow_unclosed=True) or ""
         sources = [clean(s) for s in all_inner(sources_block, "source", allow_unclosed_last=True)]
         parts.append(AnswerPart(clean(_strip_tags(body)), [s for s in sources if s]))
@@ -94,6 +108,26 @@ def answer(text: str) -> list[AnswerPart] | None:
         if bare:
             parts.append(AnswerPart(bare, []))
     return parts
+
+
+_OPEN_TAG = re.compile(r"<([A-Za-z_][\w\-]{0,63})>")
+
+
+def _elements(block: str) -> dict[str, str]:
+    """<name>value</name> pairs in order (the first of each name wins), in one forward scan."""
+    out: dict[str, str] = {}
+    never_closed: set[str] = set()  # no </name> after some point means none after any later point either
+    pos = 0
+    while (m := _OPEN_TAG.search(block, pos)) is not None:
+        close = f"</{m.group(1)}>"
+        end = -1 if m.group(1) in never_closed else block.find(close, m.end())
+        if end < 0:
+            never_closed.add(m.group(1))
+            pos = m.end()  # an unclosed element: read on after its tag
+            continue
+        out.setdefault(m.group(1), clean(block[m.end():end]))
+        pos = end + len(close)
+    return out
 
 
 def _strip_tags(text: str) -> str:

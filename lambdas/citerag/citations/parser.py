@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from citerag.citations import claude_format as cf
+from citerag.citations import messages_format as mf
 from citerag.citations import source_ids
 from citerag.citations.pii import DEFAULT_RULES, PiiMasker
 from citerag.citations.tool import FUNCTION_NAME
@@ -31,7 +32,8 @@ FALLBACK = {
     "en": "I could not answer this from the documents.",
     "ja": "ドキュメントからはこの質問に回答できませんでした。",
 }
-ASK_USER = "user::askuser"
+ASK_USER = "user::askuser"  # the Claude 3 text format
+ASK_USER_TOOL = "user__askuser"  # native tools, Claude 3.5 on (AWS docs, lambda-parser, "Anthropic Claude 3.5")
 
 
 class ParserConfig(BaseModel):
@@ -55,15 +57,19 @@ def parse(event: Any, config: ParserConfig | None = None) -> dict[str, Any]:
     raw = raw[: cf.MAX_SCAN]
     out: dict[str, Any] = {"messageVersion": version, "promptType": prompt_type}
     try:
+        response = mf.decode(raw)  # None: the Claude 3 text format
+        text = raw if response is None else response.text
         if prompt_type == "PRE_PROCESSING":
-            out["preProcessingParsedResponse"] = _pre(raw, cfg)
+            out["preProcessingParsedResponse"] = _pre(text, cfg)
         elif prompt_type == "ORCHESTRATION":
-            out["orchestrationParsedResponse"] = _orchestration(raw, cfg, version)
+            out["orchestrationParsedResponse"] = (_orchestration(raw, cfg, version) if response is None
+                                                  else _orchestration_messages(response, cfg, version))
         elif prompt_type == "POST_PROCESSING":
-            out["postProcessingParsedResponse"] = _post(raw, cfg)
+            out["postProcessingParsedResponse"] = _post(text, cfg)
         elif prompt_type == "KNOWLEDGE_BASE_RESPONSE_GENERATION":
+            parts = _verified_only(cf.answer(_as_answer(text)) or [], cfg)
             out["knowledgeBaseResponseGenerationParsedResponse"] = {"generatedResponse": {
-                "generatedResponseParts": _parts(cf.answer(_as_answer(raw)) or [], cfg)}}
+                "generatedResponseParts": _parts(parts, cfg)}}
     except Exception:  # last resort: a response Bedrock accepts, never a crash
         if prompt_type == "ORCHESTRATION":
             out["orchestrationParsedResponse"] = _reprompt("", "Your output could not be read. Either call a "
@@ -113,32 +119,65 @@ def _orchestration(raw: str, cfg: ParserConfig, version: str) -> dict[str, Any]:
     return _reprompt(rationale, hint)
 
 
-def _calls(calls: list[cf.Invoke], rationale: str, cfg: ParserConfig, version: str) -> dict[str, Any]:
+def _orchestration_messages(resp: mf.ModelResponse, cfg: ParserConfig, version: str) -> dict[str, Any]:
+    """Claude 3.5 and later: tool_use blocks are the calls, text blocks carry thinking and the answer."""
+    rationale = cf.rationale(resp.text)
+    if resp.truncated:
+        return _reprompt(rationale, "Your output was cut off before it ended. Give a shorter answer: fewer "
+                                    "answer_parts, each one sentence, or call search_documents with a short query.")
+    if resp.malformed:
+        return _reprompt(rationale, f"A tool call could not be read ({resp.malformed[0]}). Call "
+                                    f"{cfg.action_group or 'ACTION_GROUP'}__{FUNCTION_NAME} with an input object "
+                                    'such as {"query": "..."}.')
+    if resp.tool_uses:
+        calls = [cf.Invoke(u.name, _string_inputs(u.input), u.id) for u in resp.tool_uses]
+        return _calls(calls, rationale, cfg, version, native=True)
+    parts = cf.answer(resp.text)
+    if parts is not None:
+        return _final(parts, rationale, cfg)
+    hint = (f"Your last output had no tool call and no <answer>. Call {cfg.action_group or 'ACTION_GROUP'}__"
+            f"{FUNCTION_NAME}, or give the final answer as <answer><answer_part><text>...</text><sources>"
+            "<source>SOURCE_ID</source></sources></answer_part></answer>.")
+    if cf.clean(resp.text.split("</thinking>")[-1]):
+        hint += " Put the text you wrote inside <answer> parts with the source ids that support it."
+    return _reprompt(rationale, hint)
+
+
+def _string_inputs(args: dict[str, Any]) -> dict[str, str]:
+    """Tool inputs as the action group receives them: every parameter value a string (numbers kept as written)."""
+    import json
+
+    return {str(k): v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for k, v in args.items()}
+
+
+def _calls(calls: list[cf.Invoke], rationale: str, cfg: ParserConfig, version: str,
+           native: bool = False) -> dict[str, Any]:
     if not calls or not any(c.tool_name for c in calls):
         return _reprompt(rationale, "The <function_calls> block has no complete <invoke>. Write <invoke><tool_name>"
                                     "NAME</tool_name><parameters><query>...</query></parameters></invoke>.")
+    ask_user, sep_name = (ASK_USER_TOOL, "__") if native else (ASK_USER, "::")
     first = calls[0]
-    if first.tool_name == ASK_USER:
+    if first.tool_name in (ASK_USER, ASK_USER_TOOL):
         question = first.parameters.get("question", "").strip()
         if not question:
-            return _reprompt(rationale, "user::askuser needs a <question> parameter with the question for the user.")
+            return _reprompt(rationale, f"{ask_user} needs a question parameter with the question for the user.")
         return {"rationale": rationale, "responseDetails": {
             "invocationType": "ASK_USER", "agentAskUser": {"responseText": _mask(question, cfg)[0],
-                                                          "id": _id()}}}
+                                                          "id": first.id or _id()}}}
     invocations = []
     for call in calls if version == "2.0" else calls[:1]:
         group, sep, function = call.tool_name.partition("::")
         if not sep:
             group, sep, function = call.tool_name.rpartition("__")
         if not sep or function != FUNCTION_NAME or (cfg.action_group and group != cfg.action_group):
-            expected = f"{cfg.action_group or 'ACTION_GROUP'}::{FUNCTION_NAME}"
-            return _reprompt(rationale, f"There is no tool named {call.tool_name!r}. The tools are {expected} "
-                                        f"and {ASK_USER}; use the name exactly as listed in <tools>.")
+            expected = f"{cfg.action_group or 'ACTION_GROUP'}{sep_name}{FUNCTION_NAME}"
+            return _reprompt(rationale, f"There is no tool named {call.tool_name[:200]!r}. The tools are {expected} "
+                                        f"and {ask_user}; use the name exactly as listed.")
         if not call.parameters.get("query", "").strip():
             return _reprompt(rationale, f"{FUNCTION_NAME} needs a <query> parameter: the user's question or its "
                                         "key terms.")
         params = {k: {"value": v} for k, v in call.parameters.items() if k in ("query", "filters", "top_k")}
-        invocations.append({"actionGroupName": group, "functionName": function, "id": _id(),
+        invocations.append({"actionGroupName": group, "functionName": function, "id": call.id or _id(),
                             "actionGroupInput": params})
     details: dict[str, Any] = {"invocationType": "ACTION_GROUP"}
     if version == "2.0":
@@ -152,9 +191,7 @@ def _final(parts: list[cf.AnswerPart], rationale: str, cfg: ParserConfig) -> dic
     parts = [p for p in parts if p.text]
     if not parts:
         return _reprompt(rationale, "The <answer> is empty. Give the answer text inside <answer_part><text>.")
-    bad = sorted({s for p in parts for s in p.sources
-                  if cfg.verify_source_ids
-                  and not any(source_ids.verify(k, s) for k in (cfg.source_id_key, *cfg.previous_source_id_keys))})
+    bad = sorted({s for p in parts for s in p.sources if not _verifies(s, cfg)})
     if bad:
         return _reprompt(rationale, (
             f"The answer cites {', '.join(bad[:5])}, which no search returned. Cite only source ids copied exactly "
@@ -164,6 +201,17 @@ def _final(parts: list[cf.AnswerPart], rationale: str, cfg: ParserConfig) -> dic
     return {"rationale": rationale, "responseDetails": {
         "invocationType": "FINISH",
         "agentFinalResponse": {"responseText": text, "citations": {"generatedResponseParts": gen_parts}}}}
+
+
+def _verifies(source_id: str, cfg: ParserConfig) -> bool:
+    return not cfg.verify_source_ids or any(
+        source_ids.verify(k, source_id) for k in (cfg.source_id_key, *cfg.previous_source_id_keys))
+
+
+def _verified_only(parts: list[cf.AnswerPart], cfg: ParserConfig) -> list[cf.AnswerPart]:
+    """Post-processing and knowledge-base generation cannot reprompt: a part that cites an id no search issued
+    (forged, or mangled by the model) is dropped whole, so nothing is shown under a citation it does not have."""
+    return [p for p in parts if all(_verifies(s, cfg) for s in p.sources)]
 
 
 def _parts(parts: list[cf.AnswerPart], cfg: ParserConfig) -> list[dict[str, Any]]:
@@ -187,6 +235,9 @@ def _post(raw: str, cfg: ParserConfig) -> dict[str, Any]:
     final_text = cf.clean(final) if final is not None else ""
     parts = cf.answer(final_text) if final_text else None
     if parts:
+        parts = _verified_only(parts, cfg)
+        if not parts:  # every claim cited an id no search issued
+            return {"responseText": FALLBACK.get(detect_language(final_text), FALLBACK["en"])}
         gen = _parts(parts, cfg)
         final_text = " ".join(p["text"] for p in gen)
     else:

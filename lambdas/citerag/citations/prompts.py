@@ -5,14 +5,17 @@ local runtimes all read the same files."""
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from citerag.citations.families import DEFAULT_MODEL_ID, family_for
 from citerag.errors import CiteragError
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
-DEFAULT_FAMILY = "claude3"
+DEFAULT_FAMILY = family_for(DEFAULT_MODEL_ID).name
+_PLACEHOLDER = re.compile(r"\$[a-z_]+\$")
 
 PROMPT_TYPES = ("PRE_PROCESSING", "ORCHESTRATION", "KNOWLEDGE_BASE_RESPONSE_GENERATION", "POST_PROCESSING")
 MAX_TEMPLATE_CHARS = 100_000
@@ -37,11 +40,13 @@ def load(folder: str | None = None) -> dict[str, dict[str, Any]]:
 
 
 def render(template: str, values: dict[str, str]) -> dict[str, Any]:
-    """Substitute $placeholders$ inside the JSON template's strings (values JSON-escaped) and parse it."""
-    text = template
-    for name, value in values.items():
-        text = text.replace(name, json.dumps(value, ensure_ascii=False)[1:-1])
-    return json.loads(text)
+    """Substitute $placeholders$ inside the JSON template's strings (values JSON-escaped) and parse it.
+
+    One pass over the template: a value is never searched for placeholders again, so a document or question
+    containing `$responses$` or `$instruction$` stays text (substituting one name after another let a search
+    result rewrite the prompt). Placeholders without a value are left as they are."""
+    escaped = {name: json.dumps(value, ensure_ascii=False)[1:-1] for name, value in values.items()}
+    return json.loads(_PLACEHOLDER.sub(lambda m: escaped.get(m.group(0), m.group(0)), template))
 
 
 def tools_xml(action_group: str, function: str, description: str, parameters: dict[str, dict[str, Any]]) -> str:

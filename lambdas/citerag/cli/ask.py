@@ -104,7 +104,7 @@ def ask(
             if not sep or not agent_id or not alias_id:
                 raise CiteragError(f"--agent {agent!r}: write local, none, or AGENT_ID:ALIAS_ID")
             client = AgentClient(components(index, namespace).aws_client("bedrock-agent-runtime", read_timeout=120))
-            answer = client.ask(question, agent_id, alias_id, session_attributes=attrs)
+            answer = client.ask(question, agent_id, alias_id, session_attributes=attrs, stream=True)
             events = client.last_events
         if save_trace:
             from citerag.traces.tracefile import save

@@ -77,4 +77,5 @@ def local_agent(components, *, model=None, action_group: str = ACTION_GROUP, pos
         return parser_handler(event, LocalContext(function_name="citerag-parser"))
 
     return LocalAgentRuntime(model or components.chat_model, run_search, run_parser, prompts=components.prompts(),
-                             action_group=action_group, post_processing=post_processing)
+                             action_group=action_group, post_processing=post_processing,
+                             family=components.model_family)

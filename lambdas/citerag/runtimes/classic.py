@@ -44,12 +44,18 @@ class AgentClient:
 
     def ask(self, question: str, agent_id: str, alias_id: str, *, session_id: str | None = None,
             session_attributes: dict[str, str] | None = None,
-            on_return_control: ReturnControlHandler | None = None) -> Answer:
+            on_return_control: ReturnControlHandler | None = None, stream: bool = False) -> Answer:
+        """`stream`: the final response arrives in several chunks as the model writes it (InvokeAgent
+        streamingConfigurations.streamFinalResponse); the citations are joined once the stream ends. The service
+        does not stream while pre- or post-processing is on (AWS docs, agents-invoke-agent), so those deployments
+        get one chunk either way."""
         session_id = session_id or uuid.uuid4().hex
         self.last_events = []
         state: dict[str, Any] = {"sessionAttributes": dict(session_attributes or {})}
         request = {"agentId": agent_id, "agentAliasId": alias_id, "sessionId": session_id, "inputText": question,
                    "enableTrace": True, "sessionState": state}
+        if stream:
+            request["streamingConfigurations"] = {"streamFinalResponse": True}
         for _ in range(5):  # at most a few return-control round trips
             events = self._invoke(request)
             self.last_events.extend(events)

@@ -14,9 +14,18 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+from citerag.citations import messages_format as mf
 from citerag.citations import prompts as prompt_mod
 from citerag.citations.chat import ChatModel
-from citerag.citations.tool import ACTION_GROUP, FUNCTION_DESCRIPTION, FUNCTION_NAME, INSTRUCTION, PARAMETERS
+from citerag.citations.families import FAMILIES, ModelFamily
+from citerag.citations.tool import (
+    ACTION_GROUP,
+    FUNCTION_DESCRIPTION,
+    FUNCTION_NAME,
+    INSTRUCTION,
+    PARAMETERS,
+    input_schema,
+)
 
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -36,6 +45,7 @@ class LocalAgentRuntime:
         max_iterations: int = 6,
         agent: dict[str, str] | None = None,
         post_processing: bool = True,
+        family: ModelFamily | None = None,
     ) -> None:
         self.model = model
         self.search_handler = search_handler
@@ -46,7 +56,17 @@ class LocalAgentRuntime:
         self.agent = agent or {"name": "citerag", "id": "LOCALAGENT", "alias": "LOCALALIAS", "version": "DRAFT"}
         self.prompts = prompts or prompt_mod.load()
         self.post_processing = post_processing
+        self.family = family or FAMILIES[prompt_mod.DEFAULT_FAMILY]
         self.tools = prompt_mod.tools_xml(action_group, FUNCTION_NAME, FUNCTION_DESCRIPTION, PARAMETERS)
+        # Claude 3.5 on: the agent passes tools natively, named <actionGroup>__<function> and user__askuser
+        # (AWS docs, lambda-parser, "Anthropic Claude 3.5").
+        self.native_tools = [
+            {"name": f"{action_group}__{FUNCTION_NAME}", "description": FUNCTION_DESCRIPTION,
+             "input_schema": input_schema()},
+            {"name": "user__askuser", "description": "Ask the user a question when required information is missing.",
+             "input_schema": {"type": "object", "properties": {"question": {"type": "string"}},
+                              "required": ["question"]}},
+        ]
 
     # --- the sequence -------------------------------------------------------------------------------------
 
@@ -67,6 +87,7 @@ class LocalAgentRuntime:
             return
 
         scratchpad = ""
+        conversation: list[dict[str, Any]] = []  # native tools: tool_use and tool_result turns of this turn
         responses: list[str] = []
         final_text: str | None = None
         final_parts: list[dict[str, Any]] = []
@@ -75,7 +96,9 @@ class LocalAgentRuntime:
             step = ctx.model_step("ORCHESTRATION", {
                 "$instruction$": self.instruction, "$tools$": self.tools, "$question$": input_text,
                 "$agent_scratchpad$": scratchpad, "$prompt_session_attributes$": "",
-                "$ask_user_missing_information$": "", "$knowledge_base_guideline$": "", "$memory_content$": ""})
+                "$ask_user_missing_information$": "", "$knowledge_base_guideline$": "", "$memory_content$": ""},
+                conversation=conversation)
+            native = mf.decode(step.raw) if self.family.native_tools else None
             yield ctx.trace({"orchestrationTrace": {"modelInvocationInput": step.input_trace}})
             yield ctx.trace({"orchestrationTrace": {"modelInvocationOutput": step.output_trace}})
             body = step.parsed.get("orchestrationParsedResponse", {})
@@ -87,13 +110,17 @@ class LocalAgentRuntime:
                 yield ctx.trace({"orchestrationTrace": {"observation": {
                     "traceId": step.trace_id, "type": "REPROMPT",
                     "repromptResponse": {"text": hint, "source": "PARSER"}}}})
-                scratchpad += step.raw + f"\n<error>{hint}</error>\n"
+                if native is not None:
+                    conversation += _reprompt_turns(native, hint)
+                else:
+                    scratchpad += step.raw + f"\n<error>{hint}</error>\n"
                 continue
             details = body.get("responseDetails", {})
             kind = details.get("invocationType")
             if kind == "ACTION_GROUP":
                 invocations = details.get("actionGroupInvocations") or [details["actionGroupInvocation"]]
                 results_xml = ""
+                tool_results: list[dict[str, Any]] = []
                 for inv in invocations:
                     event = self._action_event(inv, input_text, session_id, session)
                     yield ctx.trace({"orchestrationTrace": {"invocationInput": {
@@ -114,6 +141,16 @@ class LocalAgentRuntime:
                         "actionGroupInvocationOutput": {"text": text, "metadata": {"totalTimeMs": ms}}}}})
                     results_xml += (f"<result><tool_name>{inv['actionGroupName']}::{inv['functionName']}"
                                     f"</tool_name><stdout>{text}</stdout></result>")
+                    tool_results.append({"type": "tool_result", "tool_use_id": inv.get("id", ""), "content": text})
+                if native is not None:
+                    # Calls the parser did not pass on (message version 1.0 runs one) still get a result.
+                    answered = {r["tool_use_id"] for r in tool_results}
+                    tool_results += [{"type": "tool_result", "tool_use_id": u.id, "is_error": True,
+                                      "content": "Not run: call one tool at a time."}
+                                     for u in native.tool_uses if u.id not in answered]
+                    conversation += [{"role": "assistant", "content": _blocks(native)},
+                                     {"role": "user", "content": tool_results}]
+                    continue
                 closed = step.raw if "</function_calls>" in step.raw else step.raw + "</function_calls>"
                 scratchpad += closed + f"\n<function_results>{results_xml}</function_results>\n"
                 continue
@@ -126,7 +163,7 @@ class LocalAgentRuntime:
                 final = details["agentFinalResponse"]
                 final_text = final["responseText"]
                 final_parts = final.get("citations", {}).get("generatedResponseParts", [])
-                final_raw = step.raw
+                final_raw = native.text if native is not None else step.raw
                 yield ctx.trace({"orchestrationTrace": {"observation": {
                     "traceId": step.trace_id, "type": "FINISH", "finalResponse": {"text": final_text}}}})
                 break
@@ -158,6 +195,39 @@ class LocalAgentRuntime:
                 "sessionAttributes": dict(session), "promptSessionAttributes": {}}
 
 
+def _with_native_tools(prompt: dict[str, Any], tools: list[dict[str, Any]],
+                       conversation: list[dict[str, Any]]) -> dict[str, Any]:
+    """The request a native-tools model gets: the template's messages, this turn's tool calls and results after
+    them, and the tool definitions. An empty scratchpad message is dropped (the Messages API refuses empty
+    text), and no request ends with an assistant message once there is a conversation."""
+    messages = [m for m in prompt.get("messages", []) if _has_text(m)]
+    if conversation and messages and messages[-1].get("role") == "assistant":
+        messages.pop()
+    return {**prompt, "messages": messages + conversation, "tools": tools}
+
+
+def _has_text(message: dict[str, Any]) -> bool:
+    content = message.get("content")
+    if isinstance(content, str):
+        return bool(content.strip())
+    return any(b.get("type") != "text" or str(b.get("text", "")).strip() for b in content or [])
+
+
+def _blocks(resp: mf.ModelResponse) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": resp.text}] if resp.text.strip() else []
+    return blocks + [{"type": "tool_use", "id": u.id, "name": u.name, "input": u.input} for u in resp.tool_uses]
+
+
+def _reprompt_turns(resp: mf.ModelResponse, hint: str) -> list[dict[str, Any]]:
+    """The parser's REPROMPT as the next turn: tool calls it refused get an error result carrying the hint."""
+    if resp.tool_uses:
+        return [{"role": "assistant", "content": _blocks(resp)},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": u.id, "is_error": True,
+                                              "content": hint} for u in resp.tool_uses]}]
+    said = [{"role": "assistant", "content": _blocks(resp)}] if resp.text.strip() else []
+    return [*said, {"role": "user", "content": [{"type": "text", "text": f"<error>{hint}</error>"}]}]
+
+
 class _Step:
     def __init__(self, trace_id: str, raw: str, parsed: dict[str, Any], input_trace: dict[str, Any],
                  output_trace: dict[str, Any]) -> None:
@@ -176,9 +246,12 @@ class _Turn:
         self._n += 1
         return f"{self._turn}-{self._n}"
 
-    def model_step(self, prompt_type: str, values: dict[str, str]) -> _Step:
+    def model_step(self, prompt_type: str, values: dict[str, str],
+                   conversation: list[dict[str, Any]] | None = None) -> _Step:
         cfg = self.rt.prompts[prompt_type]
         prompt = prompt_mod.render(cfg["template"], values)
+        if self.rt.family.native_tools and prompt_type == "ORCHESTRATION":
+            prompt = _with_native_tools(prompt, self.rt.native_tools, conversation or [])
         trace_id = self.new_trace_id()
         start = datetime.now(UTC)
         t0 = time.perf_counter()

@@ -34,6 +34,15 @@ def records_from_events(
             usage = (mo.get("metadata") or {}).get("usage") or {}
             clock += timedelta(milliseconds=(mo.get("metadata") or {}).get("totalTimeMs") or 5)
             raw = mo["rawResponse"]["content"]
+            try:  # Claude 3.5 on: the raw response is already the response body the log holds
+                body_json = json.loads(raw)
+            except json.JSONDecodeError:
+                body_json = None
+            if not isinstance(body_json, dict) or "content" not in body_json:
+                body_json = {"id": f"msg_{uuid.uuid4().hex[:24]}", "type": "message", "role": "assistant",
+                             "content": [{"type": "text", "text": raw}], "stop_reason": "stop_sequence",
+                             "usage": {"input_tokens": usage.get("inputTokens", 0),
+                                       "output_tokens": usage.get("outputTokens", 0)}}
             out.append(
                 {
                     "schemaType": "ModelInvocationLog",
@@ -53,17 +62,7 @@ def records_from_events(
                     },
                     "output": {
                         "outputContentType": "application/json",
-                        "outputBodyJson": {
-                            "id": f"msg_{uuid.uuid4().hex[:24]}",
-                            "type": "message",
-                            "role": "assistant",
-                            "content": [{"type": "text", "text": raw}],
-                            "stop_reason": "stop_sequence",
-                            "usage": {
-                                "input_tokens": usage.get("inputTokens", 0),
-                                "output_tokens": usage.get("outputTokens", 0),
-                            },
-                        },
+                        "outputBodyJson": body_json,
                         "outputTokenCount": usage.get("outputTokens", 0),
                     },
                 }

@@ -65,14 +65,36 @@ def _plain_text(rec: dict[str, Any]) -> str:
 
 
 def _output_text(rec: dict[str, Any]) -> str:
+    """What the parser Lambda would have received. Output with tool calls stays the response JSON (Claude 3.5 on:
+    the parser reads tool_use blocks from it; the Converse shape's toolUse blocks are read the same way)."""
     body = rec["output"].get("outputBodyJson") or {}
     if isinstance(body, dict):
         content = body.get("content") or (body.get("output", {}).get("message", {}).get("content"))
         if isinstance(content, list):
+            if any(isinstance(c, dict) and ("toolUse" in c or c.get("type") == "tool_use") for c in content):
+                return json.dumps(body, ensure_ascii=False)
             return "".join(c.get("text", "") for c in content if isinstance(c, dict))
         if isinstance(body.get("completion"), str):
             return body["completion"]
     return str(rec["output"].get("outputBody", ""))
+
+
+def _tool_results(rec: dict[str, Any]) -> list[str]:
+    """Tool results in the request (native tools: Messages tool_result or Converse toolResult blocks)."""
+    body = rec["input"].get("inputBodyJson")
+    out: list[str] = []
+    for m in (body.get("messages") or []) if isinstance(body, dict) else []:
+        for c in (m.get("content") or []) if isinstance(m, dict) and isinstance(m.get("content"), list) else []:
+            if not isinstance(c, dict):
+                continue
+            if c.get("type") == "tool_result":
+                inner = c.get("content")
+                out.append(inner if isinstance(inner, str) else "".join(
+                    b.get("text", "") for b in inner or [] if isinstance(b, dict)))
+            elif isinstance(c.get("toolResult"), dict):
+                out.append("".join(b.get("text", "") for b in c["toolResult"].get("content") or []
+                                   if isinstance(b, dict)))
+    return out
 
 
 def _usage(rec: dict[str, Any]) -> dict[str, int]:
@@ -110,7 +132,7 @@ def records_to_events(records: Iterable[dict[str, Any]], cfg: ParserConfig | Non
         part = {"sessionId": _session_of(rec), "eventTime": when, "agentId": None}
         # Function results of earlier calls appear in this orchestration prompt's scratchpad.
         if stage == "ORCHESTRATION" and pending_calls:
-            results = re.findall(r"<stdout>(.*?)</stdout>", plain, re.S)
+            results = _tool_results(rec) or re.findall(r"<stdout>(.*?)</stdout>", plain, re.S)
             for call, body in zip(pending_calls, results[-len(pending_calls):], strict=False):
                 events.append({"trace": {**part, "trace": {key: {"observation": {
                     "traceId": call["traceId"], "type": "ACTION_GROUP",

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from citerag.citations import claude_format as cf
+from citerag.citations import messages_format as mf
 from citerag.citations.answer import Answer, Citation
 from citerag.citations.payload import results_of
 from citerag.search.passage import Passage
@@ -30,7 +31,9 @@ def answer_from_events(events: Iterable[dict[str, Any]]) -> Answer:
             if out:
                 sources.update({p.source_id: p for p in results_of(out.get("text", "")) if p.source_id})
             raw = orch.get("modelInvocationOutput", {}).get("rawResponse", {}).get("content", "")
-            if "<answer" in raw:
+            decoded = mf.decode(raw) if isinstance(raw, str) else None
+            raw = decoded.text if decoded is not None else raw  # Claude 3.5 on: the response JSON
+            if isinstance(raw, str) and "<answer" in raw:
                 answer_raw = raw
     text = "".join(text_parts)
     parts = cf.answer(answer_raw) or []
@@ -47,6 +50,8 @@ def answer_from_events(events: Iterable[dict[str, Any]]) -> Answer:
         cursor = end
         srcs = []
         for sid in part.sources:
+            # Only ids this turn's searches returned resolve: the parser can check a signature but sees no
+            # session, so an id signed for another session (valid signature) is dropped here.
             r = sources.get(sid)
             if r is None:
                 continue

@@ -1,0 +1,88 @@
+"""Model families as data: which prompt set, placeholders, inference parameters and output format a model gets.
+
+The agent's prompts, parser and local runtime differ by model generation, not by model: Claude 3 reads tools as
+XML in the prompt and answers in tagged text; from Claude 3.5 on, the agent passes tools natively and the parser
+receives the Messages-API response JSON; Claude Sonnet 4.5 / Haiku 4.5 / Opus 4.5 and later reject `temperature`
+and `top_p` together; Claude 4.6 and later reject a conversation that ends with an assistant message (prefill).
+Sources: AWS docs advanced-prompts-templates (the Claude 3 and "Claude 3.5 Sonnet" orchestration examples),
+prompt-placeholders (the table), lambda-parser ("Anthropic Claude 3.5" tab); the temperature/top_p rejection:
+Bedrock's ValidationException "`temperature` and `top_p` cannot both be specified for this model" (reported for
+Sonnet 4.5, Haiku 4.5, Opus 4.5, Sonnet 4.6); prefill: Anthropic's migration guide for 4.6 ("Prefilling assistant
+messages returns a 400 error"). The table stops at Claude 3.5 Sonnet; `tests/test_families.py` holds it to the
+templates.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# Sonnet 4.6 through the Japan profile (Tokyo + Osaka): the current Claude model with a `jp.` profile whose
+# retirement is furthest away (not before 2027-02-17); Sonnet 4.5 has been Legacy since 2026-10-08.
+DEFAULT_MODEL_ID = "jp.anthropic.claude-sonnet-4-6"
+
+
+@dataclass(frozen=True)
+class ModelFamily:
+    name: str  # also the template folder under citations/templates/
+    native_tools: bool  # tools passed as tool definitions; raw output is Messages-API JSON
+    assistant_prefill: bool  # the model accepts a conversation ending with an assistant message
+    placeholders: dict[str, frozenset[str]]  # per prompt type: the only placeholders its templates may use
+    description: str
+
+
+_CLAUDE3 = {
+    "PRE_PROCESSING": frozenset({"$tools$", "$question$"}),
+    "ORCHESTRATION": frozenset({"$instruction$", "$tools$", "$question$", "$agent_scratchpad$",
+                                "$prompt_session_attributes$", "$ask_user_missing_information$",
+                                "$knowledge_base_guideline$", "$memory_content$"}),
+    "KNOWLEDGE_BASE_RESPONSE_GENERATION": frozenset({"$search_results$", "$query$"}),
+    "POST_PROCESSING": frozenset({"$question$", "$latest_response$", "$responses$"}),
+}
+# From 3.5 on: no $tools$ (tools go natively), no ask-user or memory placeholders (listed for Claude 3 only);
+# knowledge-base generation gets $query$ and $search_results$, never $question$.
+_MESSAGES = {
+    "PRE_PROCESSING": frozenset({"$question$"}),
+    "ORCHESTRATION": frozenset({"$instruction$", "$question$", "$agent_scratchpad$", "$prompt_session_attributes$"}),
+    "KNOWLEDGE_BASE_RESPONSE_GENERATION": frozenset({"$search_results$", "$query$"}),
+    "POST_PROCESSING": frozenset({"$question$", "$latest_response$", "$responses$"}),
+}
+
+FAMILIES = {
+    "claude3": ModelFamily("claude3", False, True, _CLAUDE3,
+                           "Claude 3 (Haiku, Sonnet, Opus): tools as XML in the prompt, tagged text output"),
+    "claude45": ModelFamily("claude45", True, True, _MESSAGES,
+                            "Claude 3.5 to 4.5 (Haiku 4.5, Sonnet 4.5, Opus 4.5): native tools, Messages JSON "
+                            "output, temperature without top_p"),
+    "claude46": ModelFamily("claude46", True, False, _MESSAGES,
+                            "Claude 4.6 and later (Sonnet 4.6, Opus 4.6): as 4.5, and every prompt ends with a "
+                            "user message (no assistant prefill)"),
+}
+
+# (pattern on the model id without its profile prefix, family); first match wins.
+_RULES = [
+    (re.compile(r"anthropic\.claude-3-(haiku|sonnet|opus)"), "claude3"),
+    (re.compile(r"anthropic\.claude-(3-5|3-7)-"), "claude45"),
+    (re.compile(r"anthropic\.claude-(sonnet|opus|haiku)-4(-[0-5])?(-\d{8})?(-v\d+)?(:\d+)?$"), "claude45"),
+    (re.compile(r"anthropic\.claude-(sonnet|opus|haiku|fable)-\d"), "claude46"),
+]
+PROFILE_PREFIXES = ("global.", "us.", "eu.", "jp.", "apac.", "au.", "ca.", "us-gov.")
+
+
+def base_model_id(model_id: str) -> str:
+    """The foundation-model id behind an id or ARN: profile prefix and ARN path removed."""
+    mid = model_id.rsplit("/", 1)[-1]
+    for prefix in PROFILE_PREFIXES:
+        if mid.startswith(prefix):
+            return mid[len(prefix):]
+    return mid
+
+
+def family_for(model_id: str) -> ModelFamily:
+    base = base_model_id(model_id)
+    for pattern, name in _RULES:
+        if pattern.search(base):
+            return FAMILIES[name]
+    raise ValueError(
+        f"no prompt set for the model {model_id!r}; supported: Claude 3, Claude 3.5-4.5 and Claude 4.6 and later "
+        f"(for example {DEFAULT_MODEL_ID}). Another model needs its own templates and parser rules.")
