@@ -12,10 +12,11 @@ from citerag.cli.common import (
     JsonOpt,
     NamespaceOpt,
     app,
-    components,
+    check_filter_keys,
     errors,
     one_line,
     out,
+    reading_components,
     shown,
     where,
 )
@@ -42,7 +43,8 @@ def search(
         if mode not in ("hybrid", "dense", "bm25"):
             raise CiteragError(f"--mode {mode!r}: choose hybrid, dense or bm25")
         flt = parse_cli(filter_ or [])
-        comps = components(index, namespace)
+        comps = reading_components(index, namespace, quiet=as_json)
+        check_filter_keys(comps, flt)
         outcome = comps.pipeline().search(q, top_k=top_k, flt=flt, namespace=comps.settings.namespace,
                                           mode=mode)  # type: ignore[arg-type]
         rows = [
