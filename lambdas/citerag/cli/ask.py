@@ -15,14 +15,13 @@ from citerag.cli.common import (
     JsonOpt,
     NamespaceOpt,
     app,
-    check_filter_keys,
     components,
     display,
+    ensure_samples,
     errors,
     one_line,
     out,
     parse_meta,
-    reading_components,
     shown,
 )
 from citerag.errors import CiteragError
@@ -77,13 +76,14 @@ def ask(
 
             if flt:
                 raise CiteragError("--filter works with --agent none; the agent's access comes from --session-attr")
-            comps = reading_components(index, namespace, quiet=as_json)
+            comps = components(index, namespace)
+            ensure_samples(comps, quiet=as_json)
             answer, events = InProcessRuntime(comps).ask(question, session_id=session_id, access=_access(meta))
         elif agent == "none":
             from citerag.runtimes.embedded import EmbeddedAnswerer
 
-            comps = reading_components(index, namespace, quiet=as_json)
-            check_filter_keys(comps, flt)
+            comps = components(index, namespace)
+            ensure_samples(comps, quiet=as_json)
             answer = EmbeddedAnswerer(comps.pipeline(expand_parents=True),
                                       budget_bytes=comps.settings.response_budget_bytes).ask(
                 question, flt=flt, namespace=comps.settings.namespace)
@@ -93,7 +93,8 @@ def ask(
 
             if flt:
                 raise CiteragError("--filter works with --agent none; the agent's filters come from --session-attr")
-            comps = reading_components(index, namespace, quiet=as_json)
+            comps = components(index, namespace)
+            ensure_samples(comps, quiet=as_json)
             events = list(local_agent(comps).invoke(question, session_attributes=attrs))
             answer = answer_from_events(events)
         else:

@@ -22,42 +22,9 @@ from citerag.errors import CiteragError
 from citerag.ingestion.progress import IngestProgress
 from citerag.settings import Settings
 
-
-def _flag_types_hidden() -> None:
-    """Typer 0.2x prints a type after every option, `<bool>` after plain flags too ("--json <bool>" reads as if it
-    took a value); flags show no type here."""
-    from typer.core import TyperOption
-
-    shown_type = TyperOption.display_type_rich
-    if getattr(shown_type, "_citerag", False):
-        return
-
-    def display_type_rich(self, ctx):
-        return None if self.is_flag else shown_type(self, ctx)
-
-    display_type_rich._citerag = True  # type: ignore[attr-defined]
-    TyperOption.display_type_rich = display_type_rich
-
-
-_flag_types_hidden()
-# Shell completion: `citerag --install-completion` (bash, zsh, fish, PowerShell).
-app = typer.Typer(add_completion=True, no_args_is_help=True, help="Answers with verifiable citations.")
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Answers with verifiable citations.")
 out = Console()
 err = Console(stderr=True)
-
-def _version(value: bool) -> None:
-    if value:
-        from importlib.metadata import version
-
-        print(f"citerag {version('citerag')}")
-        raise typer.Exit()
-
-
-@app.callback()
-def _root(_version_flag: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
-                                                      help="print the version and exit")] = False) -> None:
-    """Answers with verifiable citations."""
-
 
 IndexOpt = Annotated[Path | None, typer.Option("--index", help="index file (default: per-user data dir)")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="machine-readable output")]
@@ -179,20 +146,6 @@ def shown(text: object) -> str:
     return escape(strip_controls(str(text)))
 
 
-def check_filter_keys(comps: Components, flt: dict | None) -> None:
-    """A filter on a key no document has matches nothing, silently: say so, and name the keys there are."""
-    from citerag.search.filters import fields
-
-    known_of = getattr(comps.index, "metadata_keys", None)
-    if not flt or known_of is None:
-        return
-    known = set(known_of(comps.settings.namespace)) - {"text"}
-    unknown = sorted(fields(flt) - known)
-    if unknown and known:
-        raise CiteragError(f"--filter: no document has the metadata key {unknown[0]!r}; the keys are: "
-                           f"{', '.join(sorted(known))} (citerag status lists them)")
-
-
 def where(r: dict) -> str:
     loc = display(r["uri"])
     if r.get("page"):
@@ -206,29 +159,6 @@ def one_line(text: str, n: int) -> str:
     """One line of at most n characters, ready for rich output (see shown)."""
     t = " ".join(text.split())
     return shown(t if len(t) <= n else t[: n - 1] + "…")
-
-
-def reading_components(index: Path | None, namespace: str | None = None, *, quiet: bool = False) -> Components:
-    """Components for a command that reads the index. A given --index must exist (a mistyped path used to create
-    an empty index, which `ask` then filled with the samples). Without one: the user's index, or, while the user
-    has ingested nothing, the bundled samples in an index of their own (never mixed into the user's)."""
-    comps = components(index, namespace)
-    s = comps.settings
-    if s.index_backend != "sqlite":
-        return comps
-    if index is not None:
-        if not index.exists():
-            raise CiteragError(f"no index at {index}; check the path, or create it: citerag ingest PATH --index "
-                               f"{index}")
-        return comps
-    if s.resolved_index_path.exists() and comps.index.list_documents(s.namespace):
-        return comps
-    samples = components(s.data_dir / "samples.sqlite", namespace)
-    ensure_samples(samples, quiet)
-    if not quiet:
-        err.print("[dim]No documents of yours yet: answering from the bundled samples "
-                  "(add yours with: citerag ingest PATH).[/]")
-    return samples
 
 
 def ensure_samples(comps: Components, quiet: bool) -> None:

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from citerag.cli.common import IndexOpt, NamespaceOpt, app, err, errors, reading_components
+from citerag.cli.common import IndexOpt, NamespaceOpt, app, components, ensure_samples, err, errors
 from citerag.errors import CiteragError
 
 
@@ -31,8 +31,8 @@ def mcp(
             from citerag.mcp_server import build_server
         except ImportError:
             raise CiteragError("citerag mcp needs the agentcore extra: pip install 'citerag[agentcore]'") from None
-        # stdout belongs to the MCP protocol: progress and notes go to stderr only
-        comps = reading_components(index, namespace, quiet=True)
+        comps = components(index, namespace)
+        ensure_samples(comps, quiet=True)  # stdout belongs to the MCP protocol: progress goes to stderr only
         access = {"tenant": tenant} if tenant else {}
         if group:
             access["groups"] = json.dumps(group)

@@ -12,11 +12,10 @@ from citerag.cli.common import (
     JsonOpt,
     NamespaceOpt,
     app,
-    check_filter_keys,
+    components,
     errors,
     one_line,
     out,
-    reading_components,
     shown,
     where,
 )
@@ -43,8 +42,7 @@ def search(
         if mode not in ("hybrid", "dense", "bm25"):
             raise CiteragError(f"--mode {mode!r}: choose hybrid, dense or bm25")
         flt = parse_cli(filter_ or [])
-        comps = reading_components(index, namespace, quiet=as_json)
-        check_filter_keys(comps, flt)
+        comps = components(index, namespace)
         outcome = comps.pipeline().search(q, top_k=top_k, flt=flt, namespace=comps.settings.namespace,
                                           mode=mode)  # type: ignore[arg-type]
         rows = [

@@ -28,9 +28,6 @@ def status(index: IndexOpt = None, as_json: JsonOpt = False) -> None:
             "chunks": sum(v["chunks"] for v in spaces.values()),
             "namespaces": {(k or "(default)"): v for k, v in spaces.items()},
             "size_bytes": idx.size_bytes() if hasattr(idx, "size_bytes") else 0,
-            # What --filter can test (the chunk text aside).
-            "metadata_keys": sorted(set(idx.metadata_keys(s.namespace)) - {"text"})
-            if hasattr(idx, "metadata_keys") else [],
         }
         if as_json:
             print(json.dumps(data, ensure_ascii=False))
@@ -39,5 +36,3 @@ def status(index: IndexOpt = None, as_json: JsonOpt = False) -> None:
         out.print(f"{data['documents']} documents, {data['chunks']} chunks")
         for name, v in data["namespaces"].items():
             out.print(f"  namespace {name}: {v['documents']} documents, {v['chunks']} chunks", highlight=False)
-        if data["metadata_keys"]:
-            out.print(f"metadata keys (for --filter): {shown(', '.join(data['metadata_keys']))}", highlight=False)

@@ -364,18 +364,6 @@ _CLI_RE = re.compile(r"^\s*([A-Za-z_][\w.\-]*)\s*(!=|>=|<=|=|>|<)\s*([^=<>!].*?)
 _CLI_OPS = {"=": "$eq", "!=": "$ne", ">": "$gt", ">=": "$gte", "<": "$lt", "<=": "$lte"}
 
 
-def fields(flt: Filter | None) -> set[str]:
-    """The metadata keys a (validated) filter tests."""
-    out: set[str] = set()
-    for key, value in (flt or {}).items():
-        if key in ("$and", "$or"):
-            for sub in value:
-                out |= fields(sub)
-        else:
-            out.add(key)
-    return out
-
-
 def parse_cli(expressions: list[str]) -> Filter | None:
     """Parse CLI filters: `key=value`, `key!=value`, `key>=3`, `key=a,b` (any of), or a JSON object."""
     parts: list[Filter] = []
