@@ -15,11 +15,12 @@ from citerag.cli.common import (
     JsonOpt,
     NamespaceOpt,
     app,
+    check_filter_keys,
     components,
     display,
-    ensure_samples,
     errors,
     one_line,
+    open_index,
     out,
     parse_meta,
     shown,
@@ -30,10 +31,11 @@ from citerag.errors import CiteragError
 @app.command()
 def ask(
     question: Annotated[str, typer.Argument(help="your question")],
-    agent: Annotated[str, typer.Option("--agent", help="local (default), agentcore-local (the AgentCore runtime "
+    agent: Annotated[str | None, typer.Option("--agent", help="local (default; none with --filter), "
+                                                               "agentcore-local (the AgentCore runtime "
                                                         "app in-process), AGENT_ID:ALIAS_ID of a deployed agent, "
                                                         "or none (search + extractive answer, no agent steps)")]
-    = "local",
+    = None,
     runtime: Annotated[str | None, typer.Option("--runtime", help="RUNTIME_ARN of a deployed AgentCore runtime "
                                                                   "(InvokeAgentRuntime)")] = None,
     bearer_token: Annotated[str | None, typer.Option("--bearer-token", envvar="CITERAG_BEARER_TOKEN",
@@ -42,7 +44,8 @@ def ask(
     session_id: Annotated[str | None, typer.Option("--session-id", help="with --runtime or agentcore-local: continue "
                                                                         "this session (33 to 256 characters)")]
     = None,
-    filter_: Annotated[list[str] | None, typer.Option("--filter", help="key=value, key>=n or JSON (--agent none)")]
+    filter_: Annotated[list[str] | None, typer.Option("--filter", help="key=value, key>=n or JSON (answers "
+                                                                       "from the filtered search)")]
     = None,
     trace: Annotated[bool, typer.Option("--trace", help="print each agent step")] = False,
     save_trace: Annotated[Path | None, typer.Option("--save-trace", help="write the events to FILE")] = None,
@@ -61,6 +64,9 @@ def ask(
         meta = parse_meta(session or [])
         attrs = {k: str(v) for k, v in meta.items()}
         events: list[dict] = []
+        # The local agent's filters come from --session-attr; a --filter answers from the filtered search (it
+        # used to need --agent none and fail without it).
+        agent = agent or ("none" if flt else "local")
         if runtime:
             from citerag.runtimes.agentcore.client import RuntimeClient, parse_arn
 
@@ -76,14 +82,13 @@ def ask(
 
             if flt:
                 raise CiteragError("--filter works with --agent none; the agent's access comes from --session-attr")
-            comps = components(index, namespace)
-            ensure_samples(comps, quiet=as_json)
+            comps = open_index(index, namespace, quiet=as_json)
             answer, events = InProcessRuntime(comps).ask(question, session_id=session_id, access=_access(meta))
         elif agent == "none":
             from citerag.runtimes.embedded import EmbeddedAnswerer
 
-            comps = components(index, namespace)
-            ensure_samples(comps, quiet=as_json)
+            comps = open_index(index, namespace, quiet=as_json)
+            check_filter_keys(comps, flt)
             answer = EmbeddedAnswerer(comps.pipeline(expand_parents=True),
                                       budget_bytes=comps.settings.response_budget_bytes).ask(
                 question, flt=flt, namespace=comps.settings.namespace)
@@ -93,8 +98,7 @@ def ask(
 
             if flt:
                 raise CiteragError("--filter works with --agent none; the agent's filters come from --session-attr")
-            comps = components(index, namespace)
-            ensure_samples(comps, quiet=as_json)
+            comps = open_index(index, namespace, quiet=as_json)
             events = list(local_agent(comps).invoke(question, session_attributes=attrs))
             answer = answer_from_events(events)
         else:
