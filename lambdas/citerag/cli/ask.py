@@ -4,6 +4,7 @@ agent, or search alone."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -50,6 +51,8 @@ def ask(
     trace: Annotated[bool, typer.Option("--trace", help="print each agent step")] = False,
     save_trace: Annotated[Path | None, typer.Option("--save-trace", help="write the events to FILE")] = None,
     session: Annotated[list[str] | None, typer.Option("--session-attr", help="key=value session attribute")] = None,
+    open_n: Annotated[int | None, typer.Option("--open", min=1, metavar="N", help="open source N at its page in "
+                                                                                  "the system viewer")] = None,
     index: IndexOpt = None,
     namespace: NamespaceOpt = None,
     as_json: JsonOpt = False,
@@ -118,7 +121,11 @@ def ask(
             print(json.dumps({"answer": answer.text, "answered": answer.answered,
                               "citations": answer.flat_citations()}, ensure_ascii=False))
             return
-        _print_answer(answer)
+        print_answer(answer)
+        if open_n is not None:
+            from citerag.cli import opener
+
+            out.print(f"[dim]opening {shown(opener.open_source(answer.sources, open_n))}[/]", highlight=False)
         if trace:
             from citerag.traces.agentcore import steps_from_runtime_events
             from citerag.traces.steps import steps_from_events
@@ -141,8 +148,9 @@ def _agentcore_client(region: str):
     return aws.client("bedrock-agentcore", read_timeout=900, region=region)
 
 
-def _print_answer(answer) -> None:
-    """The answer with [n] after each cited span, then the numbered source list."""
+def print_answer(answer) -> None:
+    """The answer with [n] after each cited span, then the source list numbered 1, 2, 3 in order (an answer
+    marked with source ids used to list [S1] [S3], with a gap)."""
     numbers: dict[str, int] = {}
     for s in answer.sources:
         numbers.setdefault(s.source_id, len(numbers) + 1)
@@ -154,18 +162,20 @@ def _print_answer(answer) -> None:
             pieces.append(text[cursor : c.end] + " " + marks)
             cursor = c.end
         text = "".join(pieces) + text[cursor:]
-        label = {sid: str(n) for sid, n in numbers.items()}
     else:
-        label = {sid: sid for sid in numbers}
+        text = _MARK.sub(lambda m: f"[{numbers[m.group(1)]}]" if m.group(1) in numbers else m.group(0), text)
     out.print(shown(text), highlight=False)
     if answer.sources:
         out.print()
         out.print("[bold]Sources[/]")
         for s in answer.sources:
             page = f", page {s.page}" if s.page else ""
-            out.print(f" [bold cyan]\\[{label[s.source_id]}][/] {shown(display(s.uri))}{page} — {shown(s.title)}",
+            out.print(f" [bold cyan]\\[{numbers[s.source_id]}][/] {shown(display(s.uri))}{page} — {shown(s.title)}",
                       highlight=False)
             out.print(f"      “{one_line(s.excerpt, 200)}”", highlight=False)
+
+
+_MARK = re.compile(r"\[([A-Za-z0-9_.:-]{1,64})\]")
 
 
 def _print_steps(steps) -> None:
