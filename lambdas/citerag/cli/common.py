@@ -21,10 +21,42 @@ from citerag.components import Components
 from citerag.errors import CiteragError
 from citerag.ingestion.progress import IngestProgress
 from citerag.settings import Settings
+from citerag.traces.wording import plural  # noqa: F401 - the commands' one plural
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Answers with verifiable citations.")
+app = typer.Typer(no_args_is_help=True, help="Answers with verifiable citations.")  # --install-completion
 out = Console()
 err = Console(stderr=True)
+
+
+def _flags_without_type() -> None:
+    """typer 0.29's help prints `<bool>` after every flag (`--json <bool>`), which reads as if it took a value."""
+    from typer.core import TyperOption
+
+    shown_type = TyperOption.display_type_rich
+
+    def display_type_rich(self, ctx):
+        return None if self.is_flag else shown_type(self, ctx)
+
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_flags_without_type()
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        print(f"citerag {version('citerag')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="print the version and exit")] = False,
+) -> None:
+    """Answers with verifiable citations."""
 
 IndexOpt = Annotated[Path | None, typer.Option("--index", help="index file (default: per-user data dir)")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="machine-readable output")]
@@ -235,8 +267,3 @@ def check_filter_keys(comps: Components, flt: Any) -> None:
         names = ", ".join(repr(k) for k in unknown)
         raise CiteragError(f"--filter: no document has the metadata key {names}; known keys: "
                            f"{', '.join(sorted(known)) or '(none)'}")
-
-
-def plural(n: int, word: str, many: str | None = None) -> str:
-    """`1 source`, `2 sources`."""
-    return f"{n} {word if n == 1 else (many or word + 's')}"
