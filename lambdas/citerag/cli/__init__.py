@@ -16,6 +16,7 @@ from citerag.cli import (  # noqa: F401
     invoke,
     mcp,
     search,
+    serve,
     status,
     trace,
 )
