@@ -39,6 +39,9 @@ def test_samples_live_in_their_own_index_and_leave_once_the_user_ingests(tmp_pat
     assert run("ingest", str(folder), "--json").exit_code == 0
     hits = json.loads(run("search", "HEPA filter descaled valve", "--json").stdout)
     assert hits and all("/mydocs/" in h["uri"] for h in hits)  # only the user's folder, no sample mixed in
+    cites = json.loads(run("ask", "How often must the pump be descaled?", "--json").stdout)["citations"]
+    assert cites and all("/mydocs/" in c["uri"] for c in cites)
+    assert json.loads(run("ask", "What does error E2 mean?", "--json").stdout)["answered"] is False  # no samples
     listed = json.loads(run("docs", "--json").stdout)
     assert listed["samples"] is False
     assert sorted(d["source"].rsplit("/", 1)[1] for d in listed["documents"]) == ["pump.md", "valve.md"]
