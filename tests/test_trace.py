@@ -150,7 +150,7 @@ def test_export_file_and_unreadable_lines(conversation, tmp_path):
     assert len(recs) == len(records) and skipped == 1
     (tmp_path / "export.json").write_text(json.dumps(export))
     r = CliRunner().invoke(app, ["trace", str(tmp_path / "export.json")])
-    assert r.exit_code == 0 and "turn 1" in r.stdout and "1 unreadable log lines skipped" in r.stdout
+    assert r.exit_code == 0 and "turn 1" in r.stdout and "1 unreadable log line skipped" in r.stdout
 
 
 def test_thousand_turns(conversation):

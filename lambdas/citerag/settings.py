@@ -1,4 +1,5 @@
-"""One Settings object: every knob, from environment variables CITERAG_*. Components (citerag.components) turns it
+"""One Settings object: every knob, from environment variables CITERAG_*, over an optional `citerag.toml` (in the
+data dir, then in the working directory; the environment wins). Components (citerag.components) turns it
 into adapters; nothing else reads the environment for configuration."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from typing import Annotated, Literal
 
 import platformdirs
 from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, TomlConfigSettingsSource
 
 from citerag.search.pipeline import SearchConfig
 
@@ -35,8 +36,22 @@ def default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("citerag", appauthor=False))
 
 
+def config_files() -> list[Path]:
+    """`citerag.toml` in the data dir, then in the working directory (a project's file overrides the user's);
+    keys are the field names (`embedder = "hashing"`). Settings were environment variables only."""
+    data_dir = Path(os.environ.get("CITERAG_DATA_DIR") or default_data_dir())
+    return [data_dir / "citerag.toml", Path.cwd() / "citerag.toml"]
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CITERAG_", extra="ignore")
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,
+                                   file_secret_settings):
+        # Precedence: arguments, then CITERAG_* variables, then the TOML files (later files win).
+        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, toml_file=config_files()),
+                dotenv_settings, file_secret_settings)
 
     data_dir: Path = Field(default_factory=default_data_dir)
     index_path: Path | None = Field(None, description="embedded index file; default DATA_DIR/index.sqlite")

@@ -387,6 +387,11 @@ class SqliteIndex:
             for r in rows
         ]
 
+    def document_metadata(self, doc_id: str, namespace: str = "") -> dict:
+        """One chunk's metadata, for what every chunk of the document shares (tenant, groups, --meta)."""
+        rows = self._read("SELECT metadata FROM records WHERE namespace=? AND doc_id=? LIMIT 1", (namespace, doc_id))
+        return json.loads(rows[0][0]) if rows else {}
+
     def get_parent(self, parent_id: str, namespace: str = "") -> str | None:
         rows = self._read("SELECT text FROM parents WHERE namespace=? AND parent_id=?", (namespace, parent_id))
         return rows[0][0] if rows else None

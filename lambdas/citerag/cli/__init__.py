@@ -6,7 +6,20 @@ from __future__ import annotations
 import sys
 
 # Registration order is the order `citerag --help` lists the commands.
-from citerag.cli import ask, bench, bench_speed, ingest, invoke, mcp, search, status, trace  # noqa: F401
+from citerag.cli import (  # noqa: F401
+    ask,
+    bench,
+    bench_speed,
+    chat,
+    docs,
+    ingest,
+    invoke,
+    mcp,
+    search,
+    serve,
+    status,
+    trace,
+)
 from citerag.cli.common import app
 
 __all__ = ["app", "main"]

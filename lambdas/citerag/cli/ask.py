@@ -4,6 +4,7 @@ agent, or search alone."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -15,11 +16,12 @@ from citerag.cli.common import (
     JsonOpt,
     NamespaceOpt,
     app,
+    check_filter_keys,
     components,
     display,
-    ensure_samples,
     errors,
     one_line,
+    open_index,
     out,
     parse_meta,
     shown,
@@ -30,10 +32,11 @@ from citerag.errors import CiteragError
 @app.command()
 def ask(
     question: Annotated[str, typer.Argument(help="your question")],
-    agent: Annotated[str, typer.Option("--agent", help="local (default), agentcore-local (the AgentCore runtime "
+    agent: Annotated[str | None, typer.Option("--agent", help="local (default; none with --filter), "
+                                                               "agentcore-local (the AgentCore runtime "
                                                         "app in-process), AGENT_ID:ALIAS_ID of a deployed agent, "
                                                         "or none (search + extractive answer, no agent steps)")]
-    = "local",
+    = None,
     runtime: Annotated[str | None, typer.Option("--runtime", help="RUNTIME_ARN of a deployed AgentCore runtime "
                                                                   "(InvokeAgentRuntime)")] = None,
     bearer_token: Annotated[str | None, typer.Option("--bearer-token", envvar="CITERAG_BEARER_TOKEN",
@@ -42,11 +45,14 @@ def ask(
     session_id: Annotated[str | None, typer.Option("--session-id", help="with --runtime or agentcore-local: continue "
                                                                         "this session (33 to 256 characters)")]
     = None,
-    filter_: Annotated[list[str] | None, typer.Option("--filter", help="key=value, key>=n or JSON (--agent none)")]
+    filter_: Annotated[list[str] | None, typer.Option("--filter", help="key=value, key>=n or JSON (answers "
+                                                                       "from the filtered search)")]
     = None,
     trace: Annotated[bool, typer.Option("--trace", help="print each agent step")] = False,
     save_trace: Annotated[Path | None, typer.Option("--save-trace", help="write the events to FILE")] = None,
     session: Annotated[list[str] | None, typer.Option("--session-attr", help="key=value session attribute")] = None,
+    open_n: Annotated[int | None, typer.Option("--open", min=1, metavar="N", help="open source N at its page in "
+                                                                                  "the system viewer")] = None,
     index: IndexOpt = None,
     namespace: NamespaceOpt = None,
     as_json: JsonOpt = False,
@@ -61,6 +67,9 @@ def ask(
         meta = parse_meta(session or [])
         attrs = {k: str(v) for k, v in meta.items()}
         events: list[dict] = []
+        # The local agent's filters come from --session-attr; a --filter answers from the filtered search (it
+        # used to need --agent none and fail without it).
+        agent = agent or ("none" if flt else "local")
         if runtime:
             from citerag.runtimes.agentcore.client import RuntimeClient, parse_arn
 
@@ -76,14 +85,13 @@ def ask(
 
             if flt:
                 raise CiteragError("--filter works with --agent none; the agent's access comes from --session-attr")
-            comps = components(index, namespace)
-            ensure_samples(comps, quiet=as_json)
+            comps = open_index(index, namespace, quiet=as_json)
             answer, events = InProcessRuntime(comps).ask(question, session_id=session_id, access=_access(meta))
         elif agent == "none":
             from citerag.runtimes.embedded import EmbeddedAnswerer
 
-            comps = components(index, namespace)
-            ensure_samples(comps, quiet=as_json)
+            comps = open_index(index, namespace, quiet=as_json)
+            check_filter_keys(comps, flt)
             answer = EmbeddedAnswerer(comps.pipeline(expand_parents=True),
                                       budget_bytes=comps.settings.response_budget_bytes).ask(
                 question, flt=flt, namespace=comps.settings.namespace)
@@ -93,8 +101,7 @@ def ask(
 
             if flt:
                 raise CiteragError("--filter works with --agent none; the agent's filters come from --session-attr")
-            comps = components(index, namespace)
-            ensure_samples(comps, quiet=as_json)
+            comps = open_index(index, namespace, quiet=as_json)
             events = list(local_agent(comps).invoke(question, session_attributes=attrs))
             answer = answer_from_events(events)
         else:
@@ -114,7 +121,11 @@ def ask(
             print(json.dumps({"answer": answer.text, "answered": answer.answered,
                               "citations": answer.flat_citations()}, ensure_ascii=False))
             return
-        _print_answer(answer)
+        print_answer(answer)
+        if open_n is not None:
+            from citerag.cli import opener
+
+            out.print(f"[dim]opening {shown(opener.open_source(answer.sources, open_n))}[/]", highlight=False)
         if trace:
             from citerag.traces.agentcore import steps_from_runtime_events
             from citerag.traces.steps import steps_from_events
@@ -137,8 +148,9 @@ def _agentcore_client(region: str):
     return aws.client("bedrock-agentcore", read_timeout=900, region=region)
 
 
-def _print_answer(answer) -> None:
-    """The answer with [n] after each cited span, then the numbered source list."""
+def print_answer(answer) -> None:
+    """The answer with [n] after each cited span, then the source list numbered 1, 2, 3 in order (an answer
+    marked with source ids used to list [S1] [S3], with a gap)."""
     numbers: dict[str, int] = {}
     for s in answer.sources:
         numbers.setdefault(s.source_id, len(numbers) + 1)
@@ -150,18 +162,20 @@ def _print_answer(answer) -> None:
             pieces.append(text[cursor : c.end] + " " + marks)
             cursor = c.end
         text = "".join(pieces) + text[cursor:]
-        label = {sid: str(n) for sid, n in numbers.items()}
     else:
-        label = {sid: sid for sid in numbers}
+        text = _MARK.sub(lambda m: f"[{numbers[m.group(1)]}]" if m.group(1) in numbers else m.group(0), text)
     out.print(shown(text), highlight=False)
     if answer.sources:
         out.print()
         out.print("[bold]Sources[/]")
         for s in answer.sources:
             page = f", page {s.page}" if s.page else ""
-            out.print(f" [bold cyan]\\[{label[s.source_id]}][/] {shown(display(s.uri))}{page} — {shown(s.title)}",
+            out.print(f" [bold cyan]\\[{numbers[s.source_id]}][/] {shown(display(s.uri))}{page} — {shown(s.title)}",
                       highlight=False)
             out.print(f"      “{one_line(s.excerpt, 200)}”", highlight=False)
+
+
+_MARK = re.compile(r"\[([A-Za-z0-9_.:-]{1,64})\]")
 
 
 def _print_steps(steps) -> None:

@@ -21,10 +21,42 @@ from citerag.components import Components
 from citerag.errors import CiteragError
 from citerag.ingestion.progress import IngestProgress
 from citerag.settings import Settings
+from citerag.traces.wording import plural  # noqa: F401 - the commands' one plural
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Answers with verifiable citations.")
+app = typer.Typer(no_args_is_help=True, help="Answers with verifiable citations.")  # --install-completion
 out = Console()
 err = Console(stderr=True)
+
+
+def _flags_without_type() -> None:
+    """typer 0.29's help prints `<bool>` after every flag (`--json <bool>`), which reads as if it took a value."""
+    from typer.core import TyperOption
+
+    shown_type = TyperOption.display_type_rich
+
+    def display_type_rich(self, ctx):
+        return None if self.is_flag else shown_type(self, ctx)
+
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_flags_without_type()
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        print(f"citerag {version('citerag')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="print the version and exit")] = False,
+) -> None:
+    """Answers with verifiable citations."""
 
 IndexOpt = Annotated[Path | None, typer.Option("--index", help="index file (default: per-user data dir)")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="machine-readable output")]
@@ -162,14 +194,76 @@ def one_line(text: str, n: int) -> str:
 
 
 def ensure_samples(comps: Components, quiet: bool) -> None:
-    """On first use (empty index) ingest the bundled sample documents so `ask` works out of the box."""
+    """Index the bundled sample documents into comps' index (the samples index) unless they are there."""
     ns = comps.settings.namespace
     if comps.index.list_documents(ns):
         return
     folder = samples_dir()
     if not quiet:
-        err.print(f"[dim]The index is empty: indexing the bundled sample documents from {shown(folder)} ...[/]")
+        err.print(f"[dim]Indexing the bundled sample documents from {shown(folder)} ...[/]")
     results = run_ingest(comps, [folder], sync=False, extra={}, quiet=quiet)
     failed = [r for r in results if r.status == "failed"]
     if failed:
         raise CiteragError(f"could not index the sample {failed[0].source}: {failed[0].reason}")
+
+
+def samples_index_path(settings: Settings) -> Path:
+    """The samples live in their own index beside the user's, never inside it (`ingest ~/docs --sync` used to keep
+    them among the user's documents)."""
+    return settings.data_dir / "samples.sqlite"
+
+
+def open_index(index: Path | None, namespace: str | None = None, *, quiet: bool = False,
+               samples: bool = True, **extra: Any) -> Components:
+    """Components over the index a reading command should use. An index named with --index (or CITERAG_INDEX_PATH)
+    must exist: a typo used to create a new, empty index silently. Without one, the user's default index is used
+    once they have ingested something; before that, the bundled samples' own index (when `samples`)."""
+    comps = components(index, namespace, **extra)
+    s = comps.settings
+    if s.index_backend != "sqlite":
+        return comps
+    path = s.resolved_index_path
+    if s.index_path is not None:
+        if not path.exists():
+            raise CiteragError(f"no index at {path}; create it with: citerag ingest PATH --index {path}")
+        return comps
+    if path.exists() and any(v["documents"] for v in comps.index.namespaces().values()):
+        return comps
+    if not samples:
+        raise CiteragError(f"nothing ingested yet (the index {path} is empty); run: citerag ingest PATH")
+    comps = components(samples_index_path(s), namespace, **extra)
+    if not quiet:
+        err.print("[dim]You have ingested nothing yet: using the bundled sample documents "
+                  "(citerag ingest PATH to use yours).[/]")
+    ensure_samples(comps, quiet=quiet)
+    return comps
+
+
+def is_samples(comps: Components) -> bool:
+    return comps.settings.index_path == samples_index_path(comps.settings)
+
+
+def filter_fields(flt: Any) -> set[str]:
+    """The metadata keys a parsed filter tests ($and/$or nested)."""
+    found: set[str] = set()
+    if isinstance(flt, dict):
+        for key, val in flt.items():
+            if key in ("$and", "$or") and isinstance(val, list):
+                for part in val:
+                    found |= filter_fields(part)
+            elif not key.startswith("$"):
+                found.add(key)
+    return found
+
+
+def check_filter_keys(comps: Components, flt: Any) -> None:
+    """A filter on a key no document has matches nothing: `--filter langg=ja` used to print "No results" with
+    rc 0. Name the keys the index knows instead."""
+    if not flt or not hasattr(comps.index, "metadata_keys"):
+        return
+    known = set(comps.index.metadata_keys(comps.settings.namespace))
+    unknown = sorted(filter_fields(flt) - known)
+    if unknown:
+        names = ", ".join(repr(k) for k in unknown)
+        raise CiteragError(f"--filter: no document has the metadata key {names}; known keys: "
+                           f"{', '.join(sorted(known)) or '(none)'}")

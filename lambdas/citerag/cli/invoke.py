@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from citerag.cli.common import IndexOpt, JsonOpt, app, components, ensure_samples, errors, out, samples_dir
+from citerag.cli.common import IndexOpt, JsonOpt, app, components, errors, open_index, out, samples_dir
 from citerag.errors import CiteragError
 
 
@@ -29,9 +29,9 @@ def invoke(
         if handler not in ("search", "ingest"):
             raise CiteragError(f"unknown handler {handler!r}: choose search or ingest")
         ev = read_event(event)
-        comps = components(index, local_bucket_dir=bucket_dir or samples_dir())
-        if handler == "search":
-            ensure_samples(comps, quiet=True)
+        bucket = bucket_dir or samples_dir()
+        comps = (open_index(index, quiet=True, local_bucket_dir=bucket) if handler == "search"
+                 else components(index, local_bucket_dir=bucket))
         # Powertools logs JSON lines to stdout; keep stdout for the response.
         quiet_lambda_output()
         response = run_handler(handler, ev, comps)

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from citerag.cli.common import IndexOpt, NamespaceOpt, app, components, ensure_samples, err, errors
+from citerag.cli.common import IndexOpt, NamespaceOpt, app, err, errors, open_index
 from citerag.errors import CiteragError
 
 
@@ -31,8 +31,8 @@ def mcp(
             from citerag.mcp_server import build_server
         except ImportError:
             raise CiteragError("citerag mcp needs the agentcore extra: pip install 'citerag[agentcore]'") from None
-        comps = components(index, namespace)
-        ensure_samples(comps, quiet=True)  # stdout belongs to the MCP protocol: progress goes to stderr only
+        # stdout belongs to the MCP protocol: progress goes nowhere (the samples' index when nothing is ingested)
+        comps = open_index(index, namespace, quiet=True)
         access = {"tenant": tenant} if tenant else {}
         if group:
             access["groups"] = json.dumps(group)

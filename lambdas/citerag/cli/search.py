@@ -12,9 +12,10 @@ from citerag.cli.common import (
     JsonOpt,
     NamespaceOpt,
     app,
-    components,
+    check_filter_keys,
     errors,
     one_line,
+    open_index,
     out,
     shown,
     where,
@@ -42,7 +43,8 @@ def search(
         if mode not in ("hybrid", "dense", "bm25"):
             raise CiteragError(f"--mode {mode!r}: choose hybrid, dense or bm25")
         flt = parse_cli(filter_ or [])
-        comps = components(index, namespace)
+        comps = open_index(index, namespace, quiet=as_json)
+        check_filter_keys(comps, flt)
         outcome = comps.pipeline().search(q, top_k=top_k, flt=flt, namespace=comps.settings.namespace,
                                           mode=mode)  # type: ignore[arg-type]
         rows = [
@@ -54,7 +56,7 @@ def search(
             print(json.dumps(rows, ensure_ascii=False))
             return
         if not rows:
-            out.print("No results. Is anything ingested? Try: citerag status")
+            out.print("No results. Try: citerag docs")
             return
         for r in rows:
             out.print(f"[bold cyan]{r['source_id']}[/] {r['score']:.3f}  [bold]{shown(r['title'])}[/]  {where(r)}",

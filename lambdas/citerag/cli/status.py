@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import json
 
-from citerag.cli.common import IndexOpt, JsonOpt, app, components, errors, out, shown
-from citerag.errors import CiteragError
+from citerag.cli.common import IndexOpt, JsonOpt, app, errors, is_samples, open_index, out, plural, shown
 
 
 @app.command()
 def status(index: IndexOpt = None, as_json: JsonOpt = False) -> None:
-    """Documents, chunks, namespaces and size of the index."""
+    """Documents, chunks, namespaces, metadata keys (what --filter can test) and size of the index."""
     with errors(as_json):
-        comps = components(index)
+        comps = open_index(index, quiet=True)
         s = comps.settings
-        if s.index_backend == "sqlite" and not s.resolved_index_path.exists():
-            raise CiteragError(f"no index at {s.resolved_index_path}; run: citerag ingest PATH")
         idx = comps.index
         if hasattr(idx, "namespaces"):
             spaces = idx.namespaces()
@@ -28,11 +25,20 @@ def status(index: IndexOpt = None, as_json: JsonOpt = False) -> None:
             "chunks": sum(v["chunks"] for v in spaces.values()),
             "namespaces": {(k or "(default)"): v for k, v in spaces.items()},
             "size_bytes": idx.size_bytes() if hasattr(idx, "size_bytes") else 0,
+            "metadata_keys": {(k or "(default)"): idx.metadata_keys(k) for k in spaces}
+            if hasattr(idx, "metadata_keys") else {},
+            "samples": is_samples(comps),
         }
         if as_json:
             print(json.dumps(data, ensure_ascii=False))
             return
         out.print(f"[bold]{shown(data['index'])}[/]  {data['size_bytes'] / 1e6:.1f} MB", highlight=False)
-        out.print(f"{data['documents']} documents, {data['chunks']} chunks")
+        if data["samples"]:
+            out.print("[dim]You have ingested nothing yet: this is the bundled samples' index.[/]")
+        out.print(f"{plural(data['documents'], 'document')}, {plural(data['chunks'], 'chunk')}")
         for name, v in data["namespaces"].items():
-            out.print(f"  namespace {name}: {v['documents']} documents, {v['chunks']} chunks", highlight=False)
+            out.print(f"  namespace {name}: {plural(v['documents'], 'document')}, {plural(v['chunks'], 'chunk')}",
+                      highlight=False)
+            keys = data["metadata_keys"].get(name)
+            if keys:
+                out.print(f"    metadata keys (--filter): {shown(', '.join(keys))}", highlight=False)

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from citerag.cli.common import JsonOpt, app, components, errors, out
+from citerag.cli.common import JsonOpt, app, components, errors, out, plural
 from citerag.errors import CiteragError
 
 
@@ -85,8 +85,9 @@ def trace(
             print(tr.to_json(turns, stats))
             return
         tr.print_turns(out, turns, prompts=prompts)
-        note = f"; {skipped} unreadable log lines skipped" if skipped else ""
-        out.print(f"[dim]{len(turns)} turns from {len(events)} events in {stats['seconds']} s{note}"
+        note = f"; {plural(skipped, 'unreadable log line')} skipped" if skipped else ""
+        out.print(f"[dim]{plural(len(turns), 'turn')} from {plural(len(events), 'event')} in {stats['seconds']} s"
+                  f"{note}"
                   + (f"; HTML written to {html_out}" if html_out else "") + "[/]")
 
 

@@ -91,6 +91,14 @@ def read_regular_file(path: Path, max_bytes: int) -> bytes:
     return data
 
 
+def page_uri(uri: str, page: int | None) -> str:
+    """`file:///…/manual.pdf#page=5`: the PDF open parameter that browsers' PDF readers and most viewers honour
+    (RFC 8118 §3, the `page` fragment identifier of application/pdf)."""
+    if page and urlparse(uri).path.lower().endswith(".pdf"):
+        return f"{uri.split('#', 1)[0]}#page={int(page)}"
+    return uri
+
+
 def uri_to_path(uri: str) -> Path | None:
     parsed = urlparse(uri)
     if parsed.scheme != "file":

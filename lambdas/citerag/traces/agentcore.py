@@ -24,6 +24,7 @@ from citerag.citations.payload import results_of
 from citerag.traces.invocation_logs import filter_messages
 from citerag.traces.report import Turn
 from citerag.traces.steps import Step
+from citerag.traces.wording import plural
 
 
 def steps_from_runtime_events(events: list[dict[str, Any]]) -> list[Step]:
@@ -49,7 +50,7 @@ def _event_step(kind: str | None, e: dict[str, Any]) -> Step:
                     f"(category {e.get('category') or '?'})", detail={"rationale": e.get("rationale")})
     if kind == "search":
         sources = e.get("sources") or []
-        title = (f"search_documents({e.get('query', '')!r}) returned {len(sources)} sources: "
+        title = (f"search_documents({e.get('query', '')!r}) returned {plural(len(sources), 'source')}: "
                  + ", ".join(str(s.get("source_id")) for s in sources)) if sources else \
             f"search_documents({e.get('query', '')!r}): {e.get('outcome')} {_short(e.get('message') or '', 100)}"
         return Step(kind="observation", prompt_type="ORCHESTRATION", title=title, ms=e.get("ms"),
@@ -180,7 +181,7 @@ def _turn(index: int, group: list[dict[str, Any]], sid: str | None) -> Turn:
             passages = results_of(a.get("gen_ai.tool.call.result") or "")
             if passages:
                 middle.append(Step(kind="observation", prompt_type="ORCHESTRATION", time=_iso(s["end"]),
-                                   title=f"search returned {len(passages)} sources: "
+                                   title=f"search returned {plural(len(passages), 'source')}: "
                                          + ", ".join(str(p.source_id) for p in passages),
                                    detail={"sources": [p.citation() for p in passages]}))
     if not any(st.kind == "observation" for st in middle):  # results from the agent's own search steps instead

@@ -12,9 +12,11 @@ from pydantic import BaseModel, Field
 
 from citerag.citations.answer import Answer
 from citerag.documents.text import strip_controls
+from citerag.ingestion.files import page_uri
 from citerag.traces.invocation_logs import iter_turn_bounds
 from citerag.traces.join import answer_from_events
 from citerag.traces.steps import Step, steps_from_events
+from citerag.traces.wording import plural
 
 
 class Turn(BaseModel):
@@ -127,7 +129,7 @@ def print_turns(console, turns: list[Turn], *, prompts: bool = False) -> None:
 
     if len(turns) > SUMMARY_AFTER:
         # Many turns: one line each; pick one with --session, or open --html for every detail.
-        table = Table(title=f"{len(turns)} turns", expand=True)
+        table = Table(title=plural(len(turns), "turn"), expand=True)
         for col in ("#", "session", "question", "steps", "tokens in/out", "answer"):
             table.add_column(col, overflow="ellipsis", no_wrap=True)
         for t in turns:
@@ -164,7 +166,7 @@ def print_turns(console, turns: list[Turn], *, prompts: bool = False) -> None:
                 table,
                 title=f"turn {t.index}: {_shown(t.question[:80])}",
                 subtitle=(
-                    f"{t.model_calls} model calls, {t.input_tokens} in / {t.output_tokens} out tokens, "
+                    f"{plural(t.model_calls, 'model call')}, {t.input_tokens} in / {t.output_tokens} out tokens, "
                     f"{t.model_ms} ms in models"
                 ),
             )
@@ -187,6 +189,9 @@ h1{font-size:1.4rem} h2{font-size:1.15rem;margin-top:2rem}
 .bar.model{background:#4a7bd0}.bar.tool-call,.bar.observation{background:#3aa17e}
 .bar.reprompt,.bar.failure,.bar.guardrail{background:#d0503c}.bar.answer,.bar.ask-user{background:#a06cd5}
 .bar.rationale{background:#c8b34a}
+.lane.scale{background:none;border-top:1px solid #999;height:1.2rem}
+.tick{position:absolute;top:2px;font-size:.75rem;color:#555;transform:translateX(-50%);white-space:nowrap}
+.tick:first-child{transform:none}.tick:last-child{transform:translateX(-100%)}
 details.step{border-left:4px solid #ddd;padding-left:.5rem}
 details.step.reprompt,details.step.failure,details.step.guardrail{border-color:#d0503c}
 details.step.answer{border-color:#a06cd5}
@@ -202,12 +207,12 @@ def to_html(turns: list[Turn], stats: dict[str, Any]) -> str:
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>citerag trace</title>",
         f"<style>{_CSS}</style></head><body><h1>citerag trace</h1>",
-        f"<p class='meta'>{len(turns)} turns; {html.escape(json.dumps(stats))}</p>",
+        f"<p class='meta subtitle'>{html.escape(_stats_line(turns, stats))}</p>",
     ]
     for t in turns:
         parts.append(f"<section class='turn' id='turn-{t.index}'><h2>Turn {t.index}: {html.escape(t.question)}</h2>")
         parts.append(
-            f"<p class='meta'>session {html.escape(str(t.session_id))}; {t.model_calls} model calls; "
+            f"<p class='meta'>session {html.escape(str(t.session_id))}; {plural(t.model_calls, 'model call')}; "
             f"{t.input_tokens} input / {t.output_tokens} output tokens; {t.model_ms} ms in models</p>"
         )
         parts.append(_answer_html(t))
@@ -238,6 +243,18 @@ def to_html(turns: list[Turn], stats: dict[str, Any]) -> str:
     return "".join(parts)
 
 
+def _stats_line(turns: list[Turn], stats: dict[str, Any]) -> str:
+    """`1 turn from 12 events, read in 0.02 s`: the subtitle used to print the stats as a raw dict."""
+    line = plural(len(turns), "turn")
+    if isinstance(stats.get("events"), int):
+        line += f" from {plural(stats['events'], 'event')}"
+    if stats.get("skipped_lines"):
+        line += f", {plural(int(stats['skipped_lines']), 'unreadable log line')} skipped"
+    if stats.get("seconds") is not None:
+        line += f", read in {stats['seconds']} s"
+    return line
+
+
 def _answer_html(t: Turn) -> str:
     text = t.answer.text
     numbers: dict[str, int] = {}
@@ -256,7 +273,7 @@ def _answer_html(t: Turn) -> str:
             continue
         page = f", page {s.page}" if s.page else ""
         items.append(
-            f"<li id='t{t.index}-src-{n}' class='source'>[{n}] <a href='{html.escape(s.uri)}'>"
+            f"<li id='t{t.index}-src-{n}' class='source'>[{n}] <a href='{html.escape(page_uri(s.uri, s.page))}'>"
             f"{html.escape(s.title or s.uri)}</a>{page} <span class='meta'>{html.escape(s.source_id)}</span>"
             f"<br><q>{html.escape(s.excerpt)}</q></li>"
         )
@@ -285,7 +302,18 @@ def _timeline_html(t: Turn) -> str:
             f"<div class='lane'><div class='bar {html.escape(s.kind)}' style='left:{left:.2f}%;"
             f"width:{width:.2f}%' title='{ms} ms'></div></div></div>"
         )
-    return f"<h3>Timeline</h3><div class='timeline'>{''.join(rows)}</div>"
+    axis = _axis_html(total) if known else "<p class='meta'>steps in order (the events carry no times)</p>"
+    return f"<h3>Timeline</h3><div class='timeline'>{''.join(rows)}{axis}</div>"
+
+
+def _axis_html(total_ms: float) -> str:
+    """Ticks at 0, ¼, ½, ¾ and the end of the turn, in ms or s (the timeline had bars and no scale)."""
+    ticks = []
+    for i in range(5):
+        ms = total_ms * i / 4
+        label = f"{ms / 1000:.2f} s" if total_ms >= 2000 else f"{ms:.0f} ms"
+        ticks.append(f"<span class='tick' style='left:{i * 25}%'>{label}</span>")
+    return f"<div class='row axis'><div class='label'>time</div><div class='lane scale'>{''.join(ticks)}</div></div>"
 
 
 def _ts(value: str | None) -> float | None:

@@ -12,6 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from citerag.traces.wording import plural
+
 
 class Step(BaseModel):
     kind: str  # pre-processing | model | rationale | tool-call | observation | reprompt | answer | ...
@@ -119,7 +121,7 @@ def _search_body(text: str) -> tuple[dict[str, Any], str]:
     sources = [{"source_id": r.get("source_id"), "uri": r.get("uri"), "title": r.get("title"),
                 "page": r.get("page"), "score": r.get("score")} for r in results if isinstance(r, dict)]
     if sources:
-        title = f"search returned {len(sources)} sources: " + ", ".join(str(s["source_id"]) for s in sources)
+        title = f"search returned {plural(len(sources), 'source')}: " + ", ".join(str(s["source_id"]) for s in sources)
     elif data.get("hint"):
         title = "search found nothing relevant (REPROMPT with a rewrite hint)"
     elif data.get("error"):

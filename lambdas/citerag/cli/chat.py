@@ -1,0 +1,128 @@
+"""`citerag chat`: questions and follow-ups in one process, so the model and the index load once (every `ask`
+reloaded them, 2-7 s), with the citations after each answer and `/open N` to read the cited page."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import uuid
+from typing import Annotated
+
+import typer
+
+from citerag.cli.common import (
+    IndexOpt,
+    JsonOpt,
+    NamespaceOpt,
+    app,
+    err,
+    errors,
+    open_index,
+    out,
+    parse_meta,
+    shown,
+)
+from citerag.errors import CiteragError
+
+HELP = "Ask a question. /open N opens source N at its page, /help shows this, /quit (or Ctrl-D) leaves."
+MAX_LINE = 4000
+
+
+@app.command()
+def chat(
+    agent: Annotated[str, typer.Option("--agent", help="local (default) or none (search + extractive answer)")]
+    = "local",
+    session: Annotated[list[str] | None, typer.Option("--session-attr", help="key=value session attribute")] = None,
+    index: IndexOpt = None,
+    namespace: NamespaceOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """An interactive session: ask, read the cited answer, ask a follow-up; /open N opens a cited page."""
+    from citerag.cli import opener
+    from citerag.cli.ask import print_answer
+
+    with errors(as_json):
+        if agent not in ("local", "none"):
+            raise CiteragError(f"--agent {agent!r}: chat runs local or none")
+        comps = open_index(index, namespace, quiet=as_json)
+        ask = _answerer(comps, agent, {k: str(v) for k, v in parse_meta(session or []).items()})
+        if not as_json:
+            err.print(f"[dim]{HELP}[/]")
+        last = None
+        while True:
+            if not as_json:
+                err.print("[bold green]>[/] ", end="")
+            line = sys.stdin.readline()
+            if not line:
+                break
+            line = line.strip()[:MAX_LINE]
+            if not line:
+                continue
+            if line in ("/quit", "/exit", "/q"):
+                break
+            if line == "/help":
+                err.print(HELP)
+                continue
+            try:
+                if line.startswith("/open"):
+                    uri = opener.open_source(last.sources if last else [], _number(line))
+                    _say({"opened": uri}, f"[dim]opening {shown(uri)}[/]", as_json)
+                    continue
+                if line.startswith("/"):
+                    raise CiteragError(f"unknown command {line.split()[0]!r}. {HELP}")
+                started = time.perf_counter()
+                last = ask(line)
+                seconds = time.perf_counter() - started
+            except CiteragError as exc:
+                _say({"error": str(exc)}, f"[bold red]Error:[/] {shown(exc)}", as_json, stderr=True)
+                continue
+            if as_json:
+                print(json.dumps({"answer": last.text, "answered": last.answered, "seconds": round(seconds, 3),
+                                  "citations": last.flat_citations()}, ensure_ascii=False), flush=True)
+            else:
+                print_answer(last)
+                out.print()
+
+
+def _answerer(comps, agent: str, attrs: dict[str, str]):
+    """One loaded agent for the whole session; follow-ups share its session id and attributes."""
+    from citerag.search.query import analyze
+
+    if agent == "none":
+        from citerag.runtimes.embedded import EmbeddedAnswerer
+
+        answerer = EmbeddedAnswerer(comps.pipeline(expand_parents=True),
+                                    budget_bytes=comps.settings.response_budget_bytes)
+
+        def ask_none(question: str):
+            analyze(question)
+            return answerer.ask(question, flt=None, namespace=comps.settings.namespace)
+
+        return ask_none
+    from citerag.handlers.local import local_agent
+    from citerag.traces.join import answer_from_events
+
+    runner = local_agent(comps)
+    session_id = uuid.uuid4().hex
+    session = dict(attrs)  # the turn copies them: every follow-up starts from the same attributes
+
+    def ask_local(question: str):
+        analyze(question)
+        return answer_from_events(list(runner.invoke(question, session_id=session_id, session_attributes=session)))
+
+    return ask_local
+
+
+def _number(line: str) -> int:
+    arg = line[len("/open"):].strip().strip("[]")
+    if not arg.isdigit():
+        raise CiteragError("write /open N, N being a source number from the last answer")
+    return int(arg)
+
+
+def _say(data: dict, text: str, as_json: bool, *, stderr: bool = False) -> None:
+    if as_json:
+        print(json.dumps(data, ensure_ascii=False), flush=True)
+    else:
+        (err if stderr else out).print(text, highlight=False)

@@ -1,0 +1,170 @@
+"""`citerag serve`: a local web page to ask questions and read the answer with clickable citations; a citation
+opens the PDF at the cited page beside the cited sentence. Document text is HTML-escaped (the page builds every
+element with textContent, never innerHTML), and only files the index holds are served."""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import Annotated
+from urllib.parse import quote
+
+import typer
+
+from citerag.cli.common import IndexOpt, NamespaceOpt, app, err, errors, open_index
+from citerag.errors import CiteragError
+
+MAX_QUESTION = 2000
+
+PAGE = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>citerag</title><style>
+body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:52rem;color:#222}
+form{display:flex;gap:.5rem}input{flex:1;font-size:1rem;padding:.4rem}button{font-size:1rem}
+#answer{font-size:1.05rem;line-height:1.5;margin-top:1.2rem;min-height:2rem}
+a.cite{color:#2559b5;text-decoration:none;font-weight:600;margin-left:.15rem}
+#sources li{margin:.4rem 0}.excerpt{color:#555;font-size:.9rem}#status{color:#888;font-size:.85rem}
+</style></head><body><h1>citerag</h1>
+<form id="ask"><input id="q" name="q" placeholder="Ask a question about your documents" autofocus>
+<button>Ask</button></form><p id="status"></p><div id="answer"></div><h3 id="sources-title" hidden>Sources</h3>
+<ol id="sources"></ol>
+<script>
+const $ = (id) => document.getElementById(id);
+function link(s) {
+  const a = document.createElement('a');
+  a.href = '/source?n=' + s.n + '&uri=' + encodeURIComponent(s.uri) + '&page=' + (s.page || '') +
+           '&quote=' + encodeURIComponent(s.excerpt || '');
+  a.target = '_blank';
+  return a;
+}
+async function ask(q) {
+  $('answer').textContent = ''; $('sources').textContent = ''; $('sources-title').hidden = true;
+  $('status').textContent = 'Searching…';
+  const resp = await fetch('/api/ask?q=' + encodeURIComponent(q));
+  const reader = resp.body.getReader(); const dec = new TextDecoder(); let buf = '';
+  for (;;) {
+    const {value, done} = await reader.read();
+    if (done) break;
+    buf += dec.decode(value, {stream: true});
+    let i;
+    while ((i = buf.indexOf('\\n')) >= 0) { show(JSON.parse(buf.slice(0, i))); buf = buf.slice(i + 1); }
+  }
+}
+function show(ev) {
+  if (ev.error) { $('status').textContent = 'Error: ' + ev.error; return; }
+  if (ev.text !== undefined) {
+    $('status').textContent = '';
+    $('answer').append(document.createTextNode(ev.text));
+    for (const s of ev.sources || []) { const a = link(s); a.className = 'cite'; a.textContent = '[' + s.n + ']';
+      $('answer').append(a); }
+    $('answer').append(document.createTextNode(' '));
+  }
+  if (ev.sources_list) {
+    $('sources-title').hidden = ev.sources_list.length === 0;
+    for (const s of ev.sources_list) {
+      const li = document.createElement('li'); const a = link(s);
+      a.textContent = s.title + (s.page ? ', page ' + s.page : ''); li.append(a);
+      const ex = document.createElement('div'); ex.className = 'excerpt'; ex.textContent = '“' + s.excerpt + '”';
+      li.append(ex); $('sources').append(li);
+    }
+    $('status').textContent = ev.answered ? '' : 'The documents do not answer this question.';
+  }
+}
+$('ask').addEventListener('submit', (e) => { e.preventDefault(); const q = $('q').value.trim(); if (q) ask(q); });
+const q0 = new URLSearchParams(location.search).get('q'); if (q0) { $('q').value = q0; ask(q0); }
+</script></body></html>"""
+
+
+def build_app(comps):
+    """The Starlette app over loaded components (the model loads once, at start)."""
+    from starlette.applications import Starlette
+    from starlette.responses import FileResponse, HTMLResponse, PlainTextResponse, StreamingResponse
+    from starlette.routing import Route
+
+    from citerag.cli.chat import _answerer
+    from citerag.ingestion.files import uri_to_path
+
+    ask = _answerer(comps, "local", {})
+
+    def known_file(uri: str) -> Path | None:
+        doc = comps.index.find_by_uri(uri, comps.settings.namespace)
+        path = uri_to_path(uri) if doc else None
+        return path if path and path.is_file() else None
+
+    async def index(request):
+        return HTMLResponse(PAGE)
+
+    async def api_ask(request):
+        question = request.query_params.get("q", "").strip()[:MAX_QUESTION]
+
+        def lines():
+            try:
+                answer = ask(question)
+            except CiteragError as exc:
+                yield json.dumps({"error": str(exc)}) + "\n"
+                return
+            numbers: dict[str, int] = {}
+            for s in answer.sources:
+                numbers.setdefault(s.source_id, len(numbers) + 1)
+
+            def src(s):
+                return {"n": numbers[s.source_id], "uri": s.uri, "page": s.page, "title": s.title,
+                        "excerpt": s.excerpt}
+
+            cursor = 0
+            for c in answer.citations:  # one line per cited span, as the client renders them
+                yield json.dumps({"text": answer.text[cursor:c.end], "sources": [src(s) for s in c.sources]},
+                                 ensure_ascii=False) + "\n"
+                cursor = c.end
+            if answer.text[cursor:]:
+                yield json.dumps({"text": answer.text[cursor:]}, ensure_ascii=False) + "\n"
+            yield json.dumps({"answered": answer.answered, "sources_list": [src(s) for s in answer.sources]},
+                             ensure_ascii=False) + "\n"
+
+        return StreamingResponse(lines(), media_type="application/x-ndjson")
+
+    async def source(request):
+        uri = request.query_params.get("uri", "")
+        path = known_file(uri)
+        if path is None:
+            return PlainTextResponse("not a document of this index", status_code=404)
+        page = request.query_params.get("page", "")
+        page_n = int(page) if page.isdigit() else None
+        quote_text = request.query_params.get("quote", "")[:2000]
+        # Chromium's PDF viewer opens at the `#page=N` fragment (RFC 8118 §3), as the CLI's opener does.
+        target = f"/file?uri={quote(uri, safe='')}" + (f"#page={page_n}" if page_n and path.suffix == ".pdf" else "")
+        where = f", page {page_n}" if page_n else ""
+        body = (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(path.name)}"
+                f"</title><style>body{{font-family:system-ui,sans-serif;margin:1rem}}blockquote{{background:"
+                f"#fff3b0;padding:.6rem;margin:0 0 .8rem 0}}iframe{{width:100%;height:85vh;border:1px solid #ccc}}"
+                f"</style></head><body><h2 id='where'>{html.escape(path.name)}{where}</h2>"
+                f"<blockquote id='quote'>{html.escape(quote_text)}</blockquote>"
+                f"<iframe id='doc' src='{html.escape(target)}'></iframe></body></html>")
+        return HTMLResponse(body)
+
+    async def file(request):
+        path = known_file(request.query_params.get("uri", ""))
+        if path is None:
+            return PlainTextResponse("not a document of this index", status_code=404)
+        return FileResponse(path)
+
+    return Starlette(routes=[Route("/", index), Route("/api/ask", api_ask), Route("/source", source),
+                             Route("/file", file)])
+
+
+@app.command()
+def serve(
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="port on 127.0.0.1")] = 8765,
+    host: Annotated[str, typer.Option("--host", help="the address to bind")] = "127.0.0.1",
+    index: IndexOpt = None,
+    namespace: NamespaceOpt = None,
+) -> None:
+    """A local web page: ask, read the streamed answer, click a citation to open the PDF at the cited page."""
+    with errors(False):
+        try:
+            import uvicorn
+        except ImportError:
+            raise CiteragError("citerag serve needs the serve extra: pip install 'citerag[serve]'") from None
+        comps = open_index(index, namespace)
+        web = build_app(comps)
+        err.print(f"citerag on http://{host}:{port}/", highlight=False)
+        uvicorn.run(web, host=host, port=port, log_level="warning")

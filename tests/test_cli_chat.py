@@ -1,0 +1,68 @@
+"""`citerag chat` and `ask --open` as a user drives them: one session for several questions, citations after each
+answer, and the cited page opened at `#page=N` (the opener is replaced, so nothing is launched)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from citerag.cli import app, opener
+
+from conftest import SAMPLES
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def opened(monkeypatch):
+    seen: list[str] = []
+    monkeypatch.setattr(opener, "open_uri", seen.append)
+    return seen
+
+
+def run(*args, input=None):
+    r = runner.invoke(app, list(args), input=input, env={"COLUMNS": "200"})
+    assert "Traceback" not in r.output
+    return r
+
+
+def test_chat_answers_follow_ups_in_one_session_and_opens_the_cited_page(opened):
+    r = run("chat", input="What does error E2 mean?\n/open 1\nHow long is the warranty?\n/open 9\n/quit\n")
+    assert r.exit_code == 0, r.output
+    assert r.stdout.count("Sources") == 2  # citations after each answer
+    assert "sensor" in r.stdout and "page 5" in r.stdout
+    manual = (SAMPLES / "kumo-pure-300-manual-en.pdf").resolve().as_uri()
+    assert opened == [f"{manual}#page=5"]
+    assert "no source [9]: choose 1 to" in r.output  # a bad number is a message, the session goes on
+
+
+def test_chat_json_lines_time_each_answer(opened):
+    r = run("chat", "--json", input="What does error E2 mean?\nWhat is the capital of France?\n/open 1\n")
+    lines = [json.loads(x) for x in r.stdout.splitlines()]
+    assert lines[0]["answered"] is True and lines[0]["citations"][0]["page"] == 5 and lines[0]["seconds"] > 0
+    assert lines[1]["answered"] is False
+    assert lines[2] == {"error": "the answer has no sources to open"}
+    assert opened == []
+
+
+def test_ask_open_opens_the_cited_pdf_at_its_page(opened):
+    r = run("ask", "What does error E2 mean?", "--open", "1")
+    assert r.exit_code == 0, r.output
+    assert opened == [(SAMPLES / "kumo-pure-300-manual-en.pdf").resolve().as_uri() + "#page=5"]
+
+
+def test_page_uri_only_adds_a_page_to_pdfs():
+    assert opener.page_uri("file:///d/a.pdf", 3) == "file:///d/a.pdf#page=3"
+    assert opener.page_uri("file:///d/a.md", 3) == "file:///d/a.md"
+    assert opener.page_uri("file:///d/a.pdf", None) == "file:///d/a.pdf"
+
+
+def test_numbering_has_no_gaps_when_the_answer_carries_source_ids():
+    r = run("ask", "How long is the warranty? What does error E2 mean?", "--agent", "none")
+    assert r.exit_code == 0
+    text = r.stdout
+    assert "[S" not in text
+    n = sum(1 for line in text.splitlines() if line.lstrip().startswith("["))
+    assert all(f"[{i}]" in text for i in range(1, n + 1))

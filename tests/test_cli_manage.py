@@ -1,0 +1,110 @@
+"""Document management as a user meets it (issue 14): the samples stay out of the user's index, a mistyped --index
+is an error, documents can be listed and removed, and a filter on an unknown key names the known ones."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from citerag.cli import app
+
+from conftest import SAMPLES
+
+runner = CliRunner()
+FAST = {"CITERAG_EMBEDDER": "hashing", "COLUMNS": "250"}
+
+
+def run(*args, input=None):
+    r = runner.invoke(app, list(args), env=FAST, input=input)
+    assert "Traceback" not in r.output
+    return r
+
+
+def _folder(tmp_path):
+    folder = tmp_path / "mydocs"
+    folder.mkdir()
+    (folder / "pump.md").write_text("# Pump\n\nThe pump must be descaled every 90 days with citric acid.\n")
+    (folder / "valve.md").write_text("# Valve\n\nThe relief valve opens at 3 bar of pressure.\n")
+    return folder
+
+
+def test_samples_live_in_their_own_index_and_leave_once_the_user_ingests(tmp_path):
+    r = run("search", "HEPA filter", "--json")
+    assert r.exit_code == 0
+    assert any("kumo" in h["uri"] for h in json.loads(r.stdout))  # nothing ingested: the samples answer
+    assert json.loads(run("docs", "--json").stdout)["samples"] is True
+
+    folder = _folder(tmp_path)
+    assert run("ingest", str(folder), "--json").exit_code == 0
+    hits = json.loads(run("search", "HEPA filter descaled valve", "--json").stdout)
+    assert hits and all("/mydocs/" in h["uri"] for h in hits)  # only the user's folder, no sample mixed in
+    cites = json.loads(run("ask", "How often must the pump be descaled?", "--json").stdout)["citations"]
+    assert cites and all("/mydocs/" in c["uri"] for c in cites)
+    assert json.loads(run("ask", "What does error E2 mean?", "--json").stdout)["answered"] is False  # no samples
+    listed = json.loads(run("docs", "--json").stdout)
+    assert listed["samples"] is False
+    assert sorted(d["source"].rsplit("/", 1)[1] for d in listed["documents"]) == ["pump.md", "valve.md"]
+    # --sync on the user's folder never had samples to keep
+    assert json.loads(run("ingest", str(folder), "--sync", "--json").stdout)["summary"]["removed"] == 0
+
+
+def test_docs_table_lists_source_title_chunks_and_tenant(tmp_path):
+    folder = _folder(tmp_path)
+    run("ingest", str(folder), "--meta", "tenant=acme")
+    r = run("docs")
+    assert r.exit_code == 0
+    assert "pump.md" in r.stdout and "Valve" in r.stdout and "acme" in r.stdout and "2 documents" in r.stdout
+    data = json.loads(run("docs", "--json").stdout)["documents"]
+    assert {d["tenant"] for d in data} == {"acme"} and all(d["chunks"] >= 1 and d["ingested_at"] for d in data)
+
+
+def test_remove_and_reset(tmp_path):
+    folder = _folder(tmp_path)
+    run("ingest", str(folder))
+    r = run("remove", str(folder / "pump.md"))
+    assert r.exit_code == 0 and "1 document removed" in r.stdout
+    assert [d["title"] for d in json.loads(run("docs", "--json").stdout)["documents"]] == ["Valve"]
+    r = run("remove", str(folder / "nothere.md"))
+    assert r.exit_code == 1 and "is not in the index" in r.output
+    r = run("reset")  # not a terminal: no silent deletion
+    assert r.exit_code == 1 and "--yes" in r.output
+    assert run("reset", "--yes").exit_code == 0
+    assert json.loads(run("docs", "--json").stdout)["samples"] is True  # back to the samples
+
+
+def test_remove_a_folder_removes_every_document_under_it(tmp_path):
+    folder = _folder(tmp_path)
+    run("ingest", str(folder))
+    assert json.loads(run("remove", str(folder), "--json").stdout)["removed"].__len__() == 2
+
+
+def test_a_mistyped_index_is_an_error_not_a_new_index(tmp_path):
+    typo = tmp_path / "indx.sqlite"
+    for args in (["search", "x"], ["ask", "What does error E2 mean?"], ["status"], ["docs"], ["remove", "a.md"]):
+        r = run(*args, "--index", str(typo))
+        assert r.exit_code == 1, args
+        assert "no index at" in r.output and "citerag ingest" in r.output
+    assert not typo.exists()
+    assert run("ingest", str(SAMPLES / "faq-en.md"), "--index", str(typo)).exit_code == 0  # ingest creates it
+
+
+def test_an_unknown_filter_key_names_the_known_keys(tmp_path):
+    index = str(tmp_path / "i.sqlite")
+    run("ingest", str(SAMPLES), "--index", index)
+    for cmd in (["search", "filter"], ["ask", "What does error E2 mean?"]):
+        r = run(*cmd, "--filter", "langg=ja", "--index", index)
+        assert r.exit_code == 1
+        assert "'langg'" in r.output and "known keys:" in r.output and "lang" in r.output
+    status = json.loads(run("status", "--index", index, "--json").stdout)
+    assert "lang" in status["metadata_keys"]["(default)"]
+    assert "metadata keys (--filter):" in run("status", "--index", index).stdout
+
+
+def test_ask_filter_works_without_agent_none(tmp_path):
+    index = str(tmp_path / "i.sqlite")
+    run("ingest", str(SAMPLES), "--index", index)
+    r = run("ask", "How long is the warranty?", "--filter", "lang=en", "--index", index, "--json")
+    assert r.exit_code == 0, r.output  # used to fail: "--filter works with --agent none"
+    cites = json.loads(r.stdout)["citations"]
+    assert cites and not any("ja" in c["uri"].rsplit("/", 1)[1] for c in cites)

@@ -1,0 +1,90 @@
+"""The small frictions of issue 14, each reproduced: no --version, completion off, `<bool>` after plain flags,
+"1 turns" / "1 sources", the trace page's raw-dict subtitle, its axis-less timeline, links without #page=N, and
+document text reaching the terminal as markup or escape sequences in the new commands."""
+
+from __future__ import annotations
+
+import re
+from importlib.metadata import version
+
+import pytest
+from typer.testing import CliRunner
+
+from citerag.cli import app
+from citerag.components import Components
+from citerag.handlers.local import local_agent
+from citerag.settings import Settings
+from citerag.traces.report import build_turns, to_html
+from citerag.traces.wording import plural
+
+from conftest import SAMPLES
+
+runner = CliRunner()
+
+
+def test_version_and_completion():
+    r = runner.invoke(app, ["--version"])
+    assert r.exit_code == 0 and r.stdout.strip() == f"citerag {version('citerag')}"
+    top = runner.invoke(app, ["--help"], env={"COLUMNS": "200"}).stdout
+    assert "--install-completion" in top and "--show-completion" in top
+
+
+@pytest.mark.parametrize("command", ["ask", "ingest", "search", "docs", "chat", "reset"])
+def test_help_shows_no_type_after_plain_flags(command):
+    text = runner.invoke(app, [command, "--help"], env={"COLUMNS": "200"}).stdout
+    assert "--json" in text or "--yes" in text
+    assert "<bool>" not in text
+    assert "<path>" in text  # options that take a value still say what
+
+
+@pytest.fixture(scope="module")
+def one_turn(tmp_path_factory):
+    comps = Components(Settings(data_dir=tmp_path_factory.mktemp("polish"), embedder="hashing"))
+    comps.ingestor().ingest_paths([SAMPLES])
+    return build_turns(list(local_agent(comps).invoke("What does error E2 mean?", session_id="s-1")))
+
+
+def test_trace_page_subtitle_axis_and_page_links(one_turn):
+    page = to_html(one_turn, {"turns": 1, "events": 12, "skipped_lines": 0, "seconds": 0.02})
+    subtitle = re.search(r"<p class='meta subtitle'>(.*?)</p>", page).group(1)
+    assert subtitle == "1 turn from 12 events, read in 0.02 s"  # was: 1 turns; {&quot;turns&quot;: 1, ...}
+    assert "{" not in subtitle
+    assert "class='row axis'" in page and page.count("class='tick'") == 5 and " ms</span>" in page
+    manual = (SAMPLES / "kumo-pure-300-manual-en.pdf").resolve().as_uri()
+    assert f"href='{manual}#page=5'" in page
+    assert "1 model call;" in page or "model calls;" in page
+
+
+def test_counts_are_worded_in_the_singular_for_one(one_turn):
+    assert (plural(1, "turn"), plural(1, "source"), plural(2, "source")) == ("1 turn", "1 source", "2 sources")
+    titles = [s.title for s in one_turn[0].steps if s.title.startswith("search returned")]
+    assert titles and all(re.search(r"returned (1 source|\d+ sources):", t) for t in titles)
+
+
+def test_document_text_is_not_interpreted_in_docs_and_chat(tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "note [bold red]x.md").write_text(
+        "# Title [bold red]loud\x1b[31mred\x1b[0m\n\nThe pump [/] is descaled every 90 days.\n", encoding="utf-8")
+    env = {"COLUMNS": "250"}  # the real model: the question must be answered for its citation to show
+    assert runner.invoke(app, ["ingest", str(folder)], env=env).exit_code == 0
+    for args, stdin in ((["docs"], None), (["chat", "--agent", "none"], "How often is the pump descaled?\n")):
+        r = runner.invoke(app, args, env=env, input=stdin)
+        assert r.exit_code == 0, r.output
+        assert "\x1b" not in r.output
+        assert "[bold red]" in r.output  # shown as text, not turned into colour
+
+
+def test_config_file_in_data_dir_and_project_overridden_by_env(tmp_path, monkeypatch):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "citerag.toml").write_text('namespace = "from-data-dir"\ndefault_top_k = 7\n')
+    monkeypatch.setenv("CITERAG_DATA_DIR", str(data))
+    assert (Settings().namespace, Settings().default_top_k) == ("from-data-dir", 7)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "citerag.toml").write_text('namespace = "from-project"\n')
+    monkeypatch.chdir(project)
+    assert (Settings().namespace, Settings().default_top_k) == ("from-project", 7)
+    monkeypatch.setenv("CITERAG_NAMESPACE", "from-env")
+    assert Settings().namespace == "from-env"

@@ -1,0 +1,102 @@
+"""`citerag serve` in Debian's headless Chromium: the page a user opens asks, shows the streamed answer with
+clickable citations, and a citation opens the PDF at the cited page under the cited sentence. The DOM Chromium
+renders (after the page's script ran) is what the assertions read; the screenshots must hold a rendered page."""
+
+from __future__ import annotations
+
+import os
+import socket
+import tempfile
+import threading
+import time
+from pathlib import Path
+from urllib.error import HTTPError
+from urllib.parse import quote
+from urllib.request import urlopen
+
+import pytest
+from cdp_support import CHROMIUM, Browser
+
+from citerag.cli.common import open_index
+
+from conftest import SAMPLES
+
+# The screenshots stay where a person can look at them (CITERAG_SCREENSHOTS), else in a temporary folder.
+SHOTS = Path(os.environ.get("CITERAG_SCREENSHOTS") or tempfile.mkdtemp(prefix="citerag-shots-"))
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    import uvicorn
+
+    from citerag.cli.serve import build_app
+
+    data = tmp_path_factory.mktemp("serve")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("CITERAG_DATA_DIR", str(data))
+    comps = open_index(None, quiet=True)  # nothing ingested: the samples' own index
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    srv = uvicorn.Server(uvicorn.Config(build_app(comps), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=srv.run, daemon=True)
+    thread.start()
+    for _ in range(100):
+        if srv.started:
+            break
+        time.sleep(0.05)
+    base = f"http://127.0.0.1:{port}"
+    with urlopen(f"{base}/api/ask?q=warranty", timeout=120) as resp:  # the model loads here, not in Chromium's time
+        assert resp.status == 200
+    yield base
+    srv.should_exit = True
+    thread.join(10)
+    mp.undo()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    b = Browser(tmp_path_factory.mktemp("chromium"))
+    yield b
+    b.close()
+
+
+def test_the_page_shows_the_streamed_answer_with_clickable_citations(server, browser, tmp_path):
+    page = browser.open(f"{server}/?q={quote('What does error E2 mean?')}")
+    page.wait_for("document.querySelectorAll('#sources li').length > 0")
+    shot = page.screenshot(SHOTS / "answer.png")
+    assert shot.stat().st_size > 10_000
+    seen = page.text()
+    assert "Error E2 means the air quality sensor is dirty.[1]" in seen
+    assert "Kumo Pure 300 Air Purifier - User Manual, page 5" in seen  # the source list
+    href = page.eval("document.querySelector('#answer a.cite').href")
+    assert "page=5" in href and "kumo-pure-300-manual-en.pdf" in href
+
+
+def test_a_citation_opens_the_pdf_at_the_cited_page_under_the_sentence(server, browser, tmp_path):
+    page = browser.open(f"{server}/?q={quote('What does error E2 mean?')}")
+    page.wait_for("document.querySelector('#answer a.cite') !== null")
+    page.eval("location.href = document.querySelector('#answer a.cite').href")  # what a click does, same tab
+    page.wait_for("document.getElementById('quote') !== null")
+    time.sleep(2)  # the PDF viewer paints inside the frame
+    assert page.screenshot(SHOTS / "opened.png").stat().st_size > 10_000
+    seen = page.text()
+    assert "kumo-pure-300-manual-en.pdf, page 5" in seen
+    assert "Error E2 means the air quality sensor is dirty." in page.eval("document.getElementById('quote').innerText")
+    uri = (SAMPLES / "kumo-pure-300-manual-en.pdf").resolve().as_uri()
+    assert page.eval("document.getElementById('doc').getAttribute('src')") == f"/file?uri={quote(uri, safe='')}#page=5"
+    with urlopen(f"{server}/file?uri={quote(uri, safe='')}") as resp:
+        assert resp.headers["content-type"] == "application/pdf" and resp.read(5) == b"%PDF-"
+
+
+def test_only_indexed_files_are_served_and_text_is_escaped(server, browser, tmp_path):
+    with pytest.raises(HTTPError) as exc:
+        urlopen(f"{server}/file?uri={quote('file:///etc/passwd', safe='')}")
+    assert exc.value.code == 404
+    uri = (SAMPLES / "kumo-pure-300-manual-en.pdf").resolve().as_uri()
+    evil = "<script>document.title='pwned'</script><b>x</b>"
+    page = browser.open(f"{server}/source?uri={quote(uri, safe='')}&page=2&quote={quote(evil)}")
+    page.wait_for("document.getElementById('quote') !== null")
+    assert page.eval("document.getElementById('quote').innerText") == evil  # shown as text
+    assert page.eval("document.title") != "pwned" and page.eval("document.querySelectorAll('#quote b').length") == 0
