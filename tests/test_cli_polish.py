@@ -88,3 +88,19 @@ def test_config_file_in_data_dir_and_project_overridden_by_env(tmp_path, monkeyp
     assert (Settings().namespace, Settings().default_top_k) == ("from-project", 7)
     monkeypatch.setenv("CITERAG_NAMESPACE", "from-env")
     assert Settings().namespace == "from-env"
+
+
+def test_a_broken_config_file_is_one_line_naming_the_file(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from citerag.cli import app
+
+    data = tmp_path / "data"
+    data.mkdir()
+    monkeypatch.setenv("CITERAG_DATA_DIR", str(data))
+    (data / "citerag.toml").write_text("fusion = \n", encoding="utf-8")
+    r = CliRunner().invoke(app, ["status"])
+    assert r.exit_code == 1 and "citerag.toml" in r.output and "Traceback" not in r.output
+    (data / "citerag.toml").write_text('fusion = "fastest"\n', encoding="utf-8")
+    r = CliRunner().invoke(app, ["status"])
+    assert r.exit_code == 1 and "setting fusion" in r.output and "citerag.toml" in r.output

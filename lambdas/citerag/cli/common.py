@@ -69,7 +69,25 @@ def components(index: Path | None, namespace: str | None = None, **extra: Any) -
         overrides["index_path"] = index
     if namespace is not None:
         overrides["namespace"] = namespace
-    return Components(Settings(**overrides))
+    return Components(settings(**overrides))
+
+
+def settings(**overrides: Any) -> Settings:
+    """Settings from flags, the environment and citerag.toml, with one specific line when a file or value is bad."""
+    import tomllib
+
+    from pydantic import ValidationError
+
+    from citerag.settings import config_files
+
+    try:
+        return Settings(**overrides)
+    except tomllib.TOMLDecodeError as exc:
+        raise CiteragError(f"cannot read {' or '.join(map(str, config_files()))}: {exc}") from None
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        raise CiteragError(f"setting {'.'.join(map(str, e['loc']))}: {e['msg']} (from CITERAG_* variables or "
+                           f"{', '.join(map(str, config_files())) or 'no citerag.toml'})") from None
 
 
 @contextmanager
