@@ -245,6 +245,8 @@ class Components:
         s = self.settings
         if s.model_family != "auto":
             return FAMILIES[s.model_family]
+        if s.chat_model_provider == "openai":  # any model: the Messages shape with native tools, no prefill
+            return FAMILIES["claude46"]
         try:
             return family_for(s.chat_model_id or DEFAULT_MODEL_ID)
         except ValueError as exc:
@@ -254,7 +256,22 @@ class Components:
     def chat_model(self):
         """Bedrock Converse when a model id and AWS credentials are configured; otherwise the offline model."""
         s = self.settings
-        if s.chat_model_id and (os.environ.get("AWS_ACCESS_KEY_ID") or os.environ.get("AWS_PROFILE")):
+        if s.chat_model_provider == "openai":
+            if not s.chat_model_id:
+                raise CiteragError("CITERAG_CHAT_MODEL_PROVIDER=openai needs CITERAG_CHAT_MODEL_ID (the model's name "
+                                   "on the server, e.g. llama3.1)")
+            try:
+                from openai import OpenAI
+            except ImportError:
+                raise CiteragError("an OpenAI-compatible server needs the openai extra: pip install "
+                                   "'citerag[openai]'") from None
+            from citerag.adapters.openai_chat import OpenAICompatibleModel
+
+            client = OpenAI(base_url=s.openai_base_url, api_key=s.openai_api_key, max_retries=2, timeout=120)
+            return OpenAICompatibleModel(client, s.chat_model_id)
+        credentials = os.environ.get("AWS_ACCESS_KEY_ID") or os.environ.get("AWS_PROFILE")
+        if s.chat_model_provider != "offline" and s.chat_model_id and (s.chat_model_provider == "bedrock"
+                                                                        or credentials):
             from citerag.adapters.converse import BedrockConverseModel
 
             return BedrockConverseModel(self.aws_client("bedrock-runtime", read_timeout=60), s.chat_model_id)

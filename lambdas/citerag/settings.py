@@ -122,6 +122,11 @@ class Settings(BaseSettings):
     # Local agent runtime: a Bedrock model id for Converse (used when AWS credentials exist), else the
     # embedded extractive model.
     chat_model_id: str | None = None
+    # Where chat_model_id runs: "auto" (Bedrock with AWS credentials, else the offline model), "openai" (an
+    # OpenAI-compatible server: Ollama, llama.cpp server, vLLM, at openai_base_url), "offline".
+    chat_model_provider: Literal["auto", "bedrock", "openai", "offline"] = "auto"
+    openai_base_url: str = "http://127.0.0.1:11434/v1"  # Ollama's default
+    openai_api_key: str = Field("not-needed", repr=False)  # local servers ignore it; never logged
     # Signs source ids so the parser can reject ids no search issued. Deployed: a secret the stack generates
     # (JSON {"current", "previous"} for rotation); locally: a random key file in the data dir. A fixed key here
     # overrides both (tests).
