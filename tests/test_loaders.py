@@ -122,3 +122,17 @@ def test_unreadable_and_missing_paths(tmp_path):
             load_path(secret)
     finally:
         secret.chmod(0o600)
+
+
+def test_words_hyphenated_at_a_pdf_line_end_come_back_whole():
+    # Issue 11: "manip- ulation" reached answers. Lines as a PDF typesetter wraps them, hyphens included.
+    page = ("Sensor readings are stored every minute, and their manip-\n"
+            "ulation is logged. Replace the filter after twelve months of oper-\n"
+            "ation in dusty rooms. The e-\n"
+            "mail address and the well-\n"
+            "Known X-\n"
+            "2 model stay as written.")
+    doc = load_bytes(make_pdf([page]), "file:///manual.pdf", "manual.pdf")
+    text = doc.sections[0].text
+    assert "their manipulation is logged." in text and "of operation in dusty rooms." in text
+    assert "manip-" not in text and "e-mail" in text and "well-Known X-2" in text

@@ -148,13 +148,16 @@ def _load_pdf(data: bytes, name: str, max_pages: int) -> tuple[str | None, list[
 
 
 _TERMINAL = tuple("。！？.!?:：」』）)")
+_HYPHENATED = re.compile(r"[^\W\d_]{2}-\s*$")  # a letter pair then a hyphen ends the line
 
 
 def unwrap_lines(text: str) -> str:
     """Join lines that a PDF wrapped because they were full, so sentences come out whole.
 
     A line counts as wrapped when it is nearly as long as the page's long lines and does not end a
-    sentence; short lines (headings, list items) keep their breaks. Japanese joins without a space.
+    sentence; short lines (headings, list items) keep their breaks. Japanese joins without a space. A line ending
+    in a hyphenated word continued in lower case on the next line is joined into the word ("manip- ulation" used
+    to reach answers).
     """
     lines = text.split("\n")
     lengths = sorted(len(line) for line in lines if line.strip())
@@ -164,8 +167,12 @@ def unwrap_lines(text: str) -> str:
     out: list[str] = []
     for line in lines:
         prev = out[-1] if out else None
+        if prev and line and _HYPHENATED.search(prev) and line.lstrip()[:1].islower():
+            # A word hyphenated at the line's end ("manip-" / "ulation"): one word again, whatever the line length.
+            out[-1] = prev.rstrip()[:-1] + line.lstrip()
+            continue
         if (prev and line and len(prev) >= 0.7 * full and not prev.rstrip().endswith(_TERMINAL)):
-            joiner = "" if (_is_cjk(prev[-1]) or _is_cjk(line[0])) else " "
+            joiner = "" if (_is_cjk(prev[-1]) or _is_cjk(line[0]) or prev.rstrip().endswith("-")) else " "
             out[-1] = prev.rstrip() + joiner + line.lstrip()
         else:
             out.append(line)
