@@ -136,3 +136,18 @@ def test_words_hyphenated_at_a_pdf_line_end_come_back_whole():
     text = doc.sections[0].text
     assert "their manipulation is logged." in text and "of operation in dusty rooms." in text
     assert "manip-" not in text and "e-mail" in text and "well-Known X-2" in text
+
+
+def test_text_files_are_cited_by_line_range(tmp_path):
+    # Issue 11: text files were cited with no location at all.
+    from citerag.documents.chunking import chunk_document
+
+    path = tmp_path / "notes.txt"
+    path.write_text("Kumo support notes\n\n\n\nThe warranty lasts two years.\nRegister within 30 days.\n\n\n\n"
+                    "Filters are consumables.\n", encoding="utf-8")
+    chunks = chunk_document(load_path(path), max_chars=40, overlap_chars=0)
+    assert [(c.text, c.section) for c in chunks] == [
+        ("Kumo support notes", "line 1"), ("The warranty lasts two years.", "line 5"),
+        ("Register within 30 days.", "line 6"), ("Filters are consumables.", "line 10")]
+    lines = path.read_text(encoding="utf-8").split("\n")
+    assert all(c.text in lines[int(c.section.split()[-1]) - 1] for c in chunks)  # the line is in the file

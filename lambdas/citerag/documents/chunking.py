@@ -30,7 +30,7 @@ def chunk_document(
                     source_uri=doc.source_uri,
                     title=doc.title,
                     page=section.page,
-                    section=section.section,
+                    section=section.section or (_lines(section.text, start, end) if doc.kind == "text" else None),
                     content_hash=doc.content_hash,
                     char_start=start,
                     char_end=end,
@@ -39,6 +39,13 @@ def chunk_document(
                 )
             )
     return chunks
+
+
+def _lines(text: str, start: int, end: int) -> str:
+    """Where a passage of a plain-text file is: its line range (a text file has no pages or headings)."""
+    first = text.count("\n", 0, start) + 1
+    last = text.count("\n", 0, max(start, end - 1)) + 1
+    return f"line {first}" if first == last else f"lines {first}-{last}"
 
 
 def parent_id_for(doc: LoadedDocument, s_index: int) -> str:

@@ -308,7 +308,7 @@ def _load_html(data: bytes, name: str, max_pages: int) -> tuple[str | None, list
 
 
 def _load_text(data: bytes, name: str, max_pages: int) -> tuple[str | None, list[Section]]:
-    text = _tidy(_decode_utf8(data))
+    text = _tidy(_decode_utf8(data), keep_lines=True)  # the chunker cites text files by line range
     if not text.strip():
         raise DocumentError("text file contains only whitespace")
     return None, [Section(text=text)]
@@ -329,12 +329,14 @@ def _decode_utf8(data: bytes) -> str:
         ) from None
 
 
-def _tidy(text: str) -> str:
-    """Normalise line endings and runs of blank space, keep paragraph breaks."""
+def _tidy(text: str, *, keep_lines: bool = False) -> str:
+    """Normalise line endings and runs of blank space, keep paragraph breaks (and, with keep_lines, every line, so
+    line numbers still point into the file)."""
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
     text = re.sub(r"[ \t\u00a0]+", " ", text)
     text = re.sub(r" *\n *", "\n", text)
-    text = re.sub(r"\n{3,}", "\n\n", text)
+    if not keep_lines:
+        text = re.sub(r"\n{3,}", "\n\n", text)
     return text.strip()
 
 
