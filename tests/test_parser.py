@@ -192,3 +192,12 @@ def test_fuzzed_outputs_never_raise_and_always_validate(raw, prompt_type, versio
         if final:  # every cited id in an accepted answer verifies
             for part in final["citations"]["generatedResponseParts"]:
                 assert all(source_ids.verify(KEY, r["sourceId"]) for r in part["references"])
+
+
+def test_public_filing_numbers_are_not_masked_as_phone_numbers():
+    # Issue 11: a 10-K's "Commission File Number" and a CIK were masked as [PHONE]; phone numbers still are.
+    m = PiiMasker()
+    for public in ("Commission File Number 001-36743", "CIK 0000320193", "SEC file 000-12345"):
+        assert m.mask(public) == (public, [])
+    for phone in ("090-1234-5678", "03-1234-5678", "06-6123-4567", "+81 90-1234-5678", "+1 (408) 996-1010"):
+        assert m.mask(f"Call {phone} today")[0] == "Call [PHONE] today", phone

@@ -28,6 +28,15 @@ def _my_number(digits: str) -> bool:
     return check == int(digits[11])
 
 
+def _phone(digits: str) -> bool:
+    """A phone number's digit count: Japanese domestic numbers have 10 or 11 (and never start 00, the
+    international prefix); international ones 8 to 15 (E.164). Filing and registry numbers of the same shape
+    ("Commission File Number 001-36743", "CIK 0000320193") are public facts, not personal data."""
+    if digits.startswith("0"):
+        return len(digits) in (10, 11) and not digits.startswith("00")
+    return 8 <= len(digits) <= 15
+
+
 @dataclass(frozen=True)
 class Rule:
     name: str
@@ -47,7 +56,7 @@ RULES: dict[str, Rule] = {
     # and international +<country> numbers.
     "phone": Rule("phone", re.compile(
         r"(?<![\d\-])(?:\+81[ \-]?\d{1,4}|0\d{1,4})" + _NUM_SEP + r"\d{1,4}" + _NUM_SEP + r"\d{3,4}(?![\d\-])"
-        r"|(?<![\d\-])\+\d{1,3}[ \-]?\(?\d{1,4}\)?(?:[ \-]?\d{2,4}){2,3}(?![\d\-])"), "[PHONE]"),
+        r"|(?<![\d\-])\+\d{1,3}[ \-]?\(?\d{1,4}\)?(?:[ \-]?\d{2,4}){2,3}(?![\d\-])"), "[PHONE]", _phone),
 }
 DEFAULT_RULES = ("email", "card", "my_number", "phone")
 
