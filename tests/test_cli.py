@@ -144,3 +144,24 @@ def test_ingest_prints_failures_on_stderr_and_one_summary_line(tmp_path):
     assert "broken" not in r.stdout
     summary = r.stdout.strip().splitlines()[-1]
     assert summary.startswith("1 added, 1 failed; 1 passages indexed, 1 embedded in ")
+
+
+def test_ask_json_gives_each_cited_sentence_with_its_span_sources_and_location(tmp_path):
+    # Issue 11: `--json` gives each answer sentence with its span and sources; a Markdown source has its section.
+    from typer.testing import CliRunner
+
+    from citerag.cli import app
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "policy.md").write_text("# Policy\n\n## Refunds\n\nRefunds take 14 days after the return arrives.\n",
+                                      encoding="utf-8")
+    env = {"CITERAG_EMBEDDER": "hashing", "CITERAG_DATA_DIR": str(tmp_path / "data")}
+    assert CliRunner().invoke(app, ["ingest", str(folder)], env=env).exit_code == 0
+    r = CliRunner().invoke(app, ["ask", "How long do refunds take?", "--json"], env=env)
+    out = json.loads(r.stdout)
+    assert out["answered"] and out["sentences"]
+    ids = {c["source_id"]: c for c in out["citations"]}
+    for s in out["sentences"]:
+        assert out["answer"][s["start"]:s["end"]] == s["text"] and set(s["sources"]) <= set(ids)
+    assert ids[out["sentences"][0]["sources"][0]]["section"] == "Policy > Refunds"

@@ -119,7 +119,11 @@ def ask(
             save(save_trace, question=question, agent=runtime or agent, events=events)
         if as_json:
             print(json.dumps({"answer": answer.text, "answered": answer.answered,
-                              "citations": answer.flat_citations()}, ensure_ascii=False))
+                              "citations": answer.flat_citations(),
+                              # Each cited sentence: its span in "answer" and the sources that hold it.
+                              "sentences": [{"text": c.text, "start": c.start, "end": c.end,
+                                             "sources": [s.source_id for s in c.sources]}
+                                            for c in answer.citations]}, ensure_ascii=False))
             return
         print_answer(answer)
         if open_n is not None:

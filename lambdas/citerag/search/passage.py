@@ -80,7 +80,7 @@ class Passage(BaseModel):
     def citation(self) -> dict[str, Any]:
         """What a user checks: the CLI's and API's flat source shape."""
         return {"source_id": self.source_id, "uri": self.uri, "title": self.title, "page": self.page,
-                "excerpt": self.excerpt}
+                "section": self.section, "excerpt": self.excerpt}
 
 
 def _int_or_none(value: Any) -> int | None:
