@@ -46,7 +46,8 @@ def test_ask_in_japanese_answers_from_japanese_sources():
 def test_ask_says_plainly_when_the_documents_do_not_answer():
     r = run("ask", "What is the capital of France?", "--json")
     data = json.loads(r.stdout)
-    assert data == {"answer": "The documents do not answer this question.", "answered": False, "citations": []}
+    assert data == {"answer": "The documents do not answer this question.", "answered": False, "citations": [],
+                    "sentences": []}
     r = run("ask", "東京の人口は？")
     assert "ドキュメントには" in r.stdout
 
