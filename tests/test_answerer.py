@@ -34,3 +34,23 @@ def test_prefers_sources_in_the_language_of_the_question():
 
 def test_nothing_relevant_gives_no_sentences():
     assert pick_sentences("anything", [Passage(source_id="S1", text="text here.", lang="en", relevant=False)]) == []
+
+
+def test_a_heading_or_a_mid_sentence_fragment_is_not_the_answer():
+    # Issue 11: "how long is the patent license?" was answered with the heading "Grant of Patent License."
+    # (Apache License 2.0, section 3), and chunk boundaries gave answers starting mid-sentence.
+    from citerag.citations.extractive import pick_sentences
+    from citerag.search.passage import Passage
+
+    section = ("3. Grant of Patent License. Subject to the terms and conditions of this License, each Contributor "
+               "hereby grants to You a perpetual, worldwide, non-exclusive, no-charge, royalty-free, irrevocable "
+               "(except as stated in this section) patent license to make, have made, use, offer to sell, sell, "
+               "import, and otherwise transfer the Work.")
+    picked = pick_sentences("How long is the patent license?", [Passage(source_id="S1-aaaaaa", text=section)],
+                            max_sentences=1)
+    assert picked[0].sentence.startswith("Subject to the terms") and "perpetual" in picked[0].sentence
+    fragment = ("ense granted under this License for that Work shall terminate as of the date such litigation is "
+                "filed. The patent license terminates as of the date such litigation is filed.")
+    picked = pick_sentences("When does the patent license terminate?",
+                            [Passage(source_id="S1-aaaaaa", text=fragment)], max_sentences=1)
+    assert picked[0].sentence.startswith("The patent license terminates")

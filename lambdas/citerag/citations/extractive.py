@@ -33,6 +33,16 @@ def answer_language(question: str) -> str:
     return detect_language(question)
 
 
+def _looks_like_heading(text: str) -> bool:
+    """A short line in Title Case ("Grant of Patent License.", "5. Troubleshooting"): a heading, not a statement."""
+    words = text.rstrip(".:：").split()
+    if not 1 <= len(words) <= 6 or not all(w.isascii() for w in words):
+        return False
+    # The content words after the first (not acronyms, numbers or short function words) are all capitalised.
+    content = [w for w in words[1:] if len(w) > 3 and w.isalpha() and not w.isupper()]
+    return bool(content) and all(w[0].isupper() for w in content)
+
+
 def pick_sentences(
     question: str | Query,
     passages: list[Passage],
@@ -73,6 +83,10 @@ def pick_sentences(
             score = sum(q_weight[t] for t in terms) / total + 0.15 / (rank + 1)
             if not text.endswith(_TERMINAL):
                 score *= 0.6  # headings and fragments read badly as answers
+            if _looks_like_heading(text) or (pos == 0 and text[:1].islower()):
+                # "Grant of Patent License." restates the question's words without answering it; a passage that
+                # starts mid-sentence (a chunk boundary) gives a fragment.
+                score *= 0.3
             candidates.append((score, rank, pos, text, terms))
     if not candidates:
         return []
