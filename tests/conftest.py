@@ -106,3 +106,29 @@ def boto3_pointed_at(double, env_var: str, monkeypatch):
         aws.client.cache_clear()
         yield d
     aws.client.cache_clear()
+
+
+BUCKET = "citerag-documents-123456789012"
+
+
+@pytest.fixture
+def s3_ingest(tmp_path, monkeypatch):
+    """The ingest Lambda's world on moto: the documents bucket, a dead-letter queue, components reading S3."""
+    import boto3
+    from moto import mock_aws
+
+    from citerag.adapters import aws
+    from citerag.adapters.object_stores import S3ObjectSource
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    aws.client.cache_clear()
+    with mock_aws():
+        s3 = boto3.client("s3", region_name="ap-northeast-1")
+        s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "ap-northeast-1"})
+        sqs = boto3.client("sqs", region_name="ap-northeast-1")
+        dlq = sqs.create_queue(QueueName="citerag-ingest-dlq")["QueueUrl"]
+        comps = Components(Settings(data_dir=tmp_path / "data", embedder="hashing", dlq_url=dlq))
+        comps.object_source = S3ObjectSource(s3)
+        yield {"s3": s3, "sqs": sqs, "dlq": dlq, "comps": comps}
+    aws.client.cache_clear()

@@ -6,42 +6,22 @@ import copy
 import json
 from urllib.parse import quote_plus
 
-import boto3
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from moto import mock_aws
 
-from citerag.adapters.object_stores import S3ObjectSource
-from citerag.components import Components
 from citerag.errors import DependencyError
 from citerag.handlers import ingest as ingest_handler
 from citerag.handlers.local import LocalContext
 from citerag.ingestion.s3_events import PoisonMessage, parse_notification
-from citerag.settings import Settings
 
-from conftest import SAMPLES, make_encrypted_pdf
+from conftest import BUCKET, SAMPLES, make_encrypted_pdf
 from handler_support import event
-
-BUCKET = "citerag-documents-123456789012"
 
 
 @pytest.fixture
-def env(tmp_path, monkeypatch):
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    from citerag.adapters import aws
-
-    aws.client.cache_clear()
-    with mock_aws():
-        s3 = boto3.client("s3", region_name="ap-northeast-1")
-        s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "ap-northeast-1"})
-        sqs = boto3.client("sqs", region_name="ap-northeast-1")
-        dlq = sqs.create_queue(QueueName="citerag-ingest-dlq")["QueueUrl"]
-        comps = Components(Settings(data_dir=tmp_path / "data", embedder="hashing", dlq_url=dlq))
-        comps.object_source = S3ObjectSource(s3)
-        yield {"s3": s3, "sqs": sqs, "dlq": dlq, "comps": comps}
-    aws.client.cache_clear()
+def env(s3_ingest):
+    return s3_ingest
 
 
 def s3_record(key: str, name: str = "ObjectCreated:Put", bucket: str = BUCKET) -> dict:

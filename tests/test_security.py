@@ -27,7 +27,7 @@ from citerag.search import filters
 from citerag.search.resilience import CircuitBreaker
 from citerag.settings import Settings
 
-from conftest import SAMPLES, boto3_pointed_at
+from conftest import BUCKET, SAMPLES, boto3_pointed_at
 from handler_support import assert_action_group_response, event, q, search_event
 
 # --- availability ------------------------------------------------------------------------------------------------
@@ -167,24 +167,9 @@ def test_reingesting_with_other_access_metadata_replaces_the_document(fast, tmp_
     assert {m.metadata["tenant"] for m in hits} == {"globex"}
 
 
-BUCKET = "citerag-documents-123456789012"
-
-
 @pytest.fixture
-def s3env(tmp_path, monkeypatch):
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    from citerag.adapters import aws
-
-    aws.client.cache_clear()
-    with mock_aws():
-        s3 = boto3.client("s3", region_name="ap-northeast-1")
-        s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "ap-northeast-1"})
-        sqs = boto3.client("sqs", region_name="ap-northeast-1")
-        dlq = sqs.create_queue(QueueName="dlq")["QueueUrl"]
-        comps = Components(Settings(data_dir=tmp_path / "data", embedder="hashing", dlq_url=dlq))
-        yield {"s3": s3, "sqs": sqs, "dlq": dlq, "comps": comps}
-    aws.client.cache_clear()
+def s3env(s3_ingest):
+    return s3_ingest
 
 
 def _notification(key: str, name: str = "ObjectCreated:Put", **obj) -> str:
