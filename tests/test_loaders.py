@@ -48,6 +48,19 @@ def test_markdown_ignores_hashes_inside_code_fences():
     assert "# not a heading" in doc.sections[0].text
 
 
+def test_markdown_html_comments_are_not_document_text():
+    # A translated book keeps its original in comments; they would be cited as the page's text otherwise.
+    md = ("<!--\n## Data Types\n-->\n\n## データ型\n\n<!--\nEvery value in Rust is of a certain data type.\n-->\n\n"
+          "Rustにおける値は全て、何らかのデータ型になります。\nSee [the page][x]<!-- ignore\n--> for more.\n\n"
+          "```html\n<!-- kept: code shows it -->\n```\n\n<!-- never closed\ntext after it\n").encode()
+    doc = load_bytes(md, "file:///x.md", "x.md")
+    text = "\n".join(s.text for s in doc.sections)
+    assert "Every value" not in text and "Data Types" not in text and "ignore" not in text
+    assert "Rustにおける値は全て" in text and "See the page for more." in text
+    assert "<!-- kept: code shows it -->" in text and "text after it" in text
+    assert doc.sections[0].section == "データ型"
+
+
 def test_html_title_and_readable_text_without_scripts_or_nav():
     doc = load_path(SAMPLES / "release-notes.html")
     assert doc.title == "Kumo Pure 300 firmware release notes"
@@ -151,3 +164,19 @@ def test_text_files_are_cited_by_line_range(tmp_path):
         ("Register within 30 days.", "line 6"), ("Filters are consumables.", "line 10")]
     lines = path.read_text(encoding="utf-8").split("\n")
     assert all(c.text in lines[int(c.section.split()[-1]) - 1] for c in chunks)  # the line is in the file
+
+
+def test_markdown_paragraphs_wrapped_in_the_source_read_as_one_line():
+    # Sentences used to end at each source line break ("it returns" / "None without panicking.").
+    md = ("# Vectors\n\nWhen the get method is passed an index outside the vector, it returns\n`None` without "
+          "panicking. A u8 holds values between 0 and\n255. See [the book][book] for\nmore.\n\n"
+          "> Note: a quoted\n> paragraph wraps too.\n\n- one item\n- another item\n\n"
+          "Rustは*静的型付き*言語であることを弁えておいてください。つまり、\nコンパイル時に型が判明している必要があります。\n\n"
+          "```rust\nlet v = vec![1, 2];\nv.len()\n```\n\n{{#include ../listing.rs}}\n")
+    text = load_bytes(md.encode(), "file:///x.md", "x.md").sections[0].text
+    assert "it returns None without panicking." in text
+    assert "between 0 and 255. See the book for more." in text
+    assert "Note: a quoted paragraph wraps too." in text
+    assert "- one item\n- another item" in text
+    assert "つまり、コンパイル時に" in text
+    assert "let v = vec![1, 2];\nv.len()" in text and "```" not in text and "{{#" not in text

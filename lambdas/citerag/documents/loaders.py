@@ -189,7 +189,7 @@ _MD_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 
 
 def _load_markdown(data: bytes, name: str, max_pages: int) -> tuple[str | None, list[Section]]:
-    text = _decode_utf8(data)
+    text = _strip_html_comments(_decode_utf8(data))
     title: str | None = None
     path: list[tuple[int, str]] = []
     sections: list[Section] = []
@@ -206,8 +206,10 @@ def _load_markdown(data: bytes, name: str, max_pages: int) -> tuple[str | None, 
             sections.append(Section(text=body, section=heading))
         buf.clear()
 
+    prose_open = False  # the last line in buf is prose a soft-wrapped next line continues
     for line in text.splitlines():
-        if line.lstrip().startswith(("```", "~~~")):
+        fence_mark = line.lstrip().startswith(("```", "~~~"))
+        if fence_mark:
             in_fence = not in_fence
         m = None if in_fence else _MD_HEADING.match(line)
         if m:
@@ -218,15 +220,60 @@ def _load_markdown(data: bytes, name: str, max_pages: int) -> tuple[str | None, 
             path = [(lv, h) for lv, h in path if lv < level] + [(level, heading)]
             # The heading is part of the section text so a search for it finds the section.
             buf.append(heading)
+            prose_open = False
+            continue
+        if fence_mark or line.lstrip().startswith("{{#"):
+            # A fence marker or an mdBook include directive is markup, not text a reader sees.
+            prose_open = False
+            continue
+        if not in_fence and line.lstrip().startswith("<"):
+            line = _HTML_TAG.sub("", line)  # <span class="filename">Filename: x</span> shows as its text
+        quoted = _MD_QUOTE.sub("", line) if not in_fence else line
+        prose = not in_fence and _is_prose(quoted)
+        # A list item starts a new line, except a number other than 1 (CommonMark: "between 0 and\n255. If" is
+        # one paragraph).
+        item = _MD_ITEM.match(quoted) and not re.match(r"^\s*(?:[2-9]|\d{2,})[.)]\s", quoted)
+        if prose and prose_open and not item:
+            # A paragraph wrapped in the source is one line when rendered: sentences must come out whole.
+            prev = buf[-1].rstrip()
+            new = quoted.strip()
+            joiner = "" if prev and new and (_is_cjk(prev[-1]) or _is_cjk(new[0])) else " "
+            buf[-1] = _strip_md_inline(prev + joiner + new)  # again: a link may span the joined lines
         else:
-            buf.append(_strip_md_inline(line))
+            buf.append(_strip_md_inline(quoted))
+        prose_open = prose
     flush()
     return title, sections
+
+
+_FENCE_SPLIT = re.compile(r"(^[ \t]*(?:```|~~~).*?^[ \t]*(?:```|~~~)[^\n]*$)", re.M | re.S)
+_HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
+
+
+def _strip_html_comments(text: str) -> str:
+    """Drop <!-- ... --> outside code fences: a renderer never shows them, and translated books keep the whole
+    original in them (the Japanese Rust book's English), which would otherwise be cited as the document's text.
+    An unclosed comment is left as text rather than hiding the rest of the file."""
+    parts = _FENCE_SPLIT.split(text)
+    return "".join(p if i % 2 else _HTML_COMMENT.sub("", p) for i, p in enumerate(parts))
+
+
+_HTML_TAG = re.compile(r"</?[A-Za-z][^>]{0,500}>")
+_MD_QUOTE = re.compile(r"^\s{0,3}(?:>\s?)+")
+_MD_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s")
+
+
+def _is_prose(line: str) -> bool:
+    """A line of running text, which a renderer joins to the next: not blank, a table row, raw HTML, an mdBook
+    directive or a link definition."""
+    s = line.strip()
+    return bool(s) and not s.startswith(("|", "<", "{{#", "#")) and not re.match(r"^\[[^\]]+\]:\s", s)
 
 
 def _strip_md_inline(s: str) -> str:
     s = re.sub(r"!\[([^\]]*)\]\([^)]*\)", r"\1", s)
     s = re.sub(r"\[([^\]]+)\]\([^)]*\)", r"\1", s)
+    s = re.sub(r"\[([^\]]+)\]\[[^\]]*\]", r"\1", s)  # reference-style link: [text][label]
     s = re.sub(r"(\*\*|__|`)", "", s)
     return s
 
