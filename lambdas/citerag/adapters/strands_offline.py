@@ -22,7 +22,7 @@ from strands.models.model import Model
 
 from citerag.adapters.extractive_model import ExtractiveClaudeModel
 from citerag.citations.chat import approx_tokens
-from citerag.citations.extractive import NOT_FOUND, answer_language, pick_sentences
+from citerag.citations.extractive import NOT_FOUND, Answering, answer_language
 from citerag.citations.payload import results_of
 from citerag.citations.tool import FUNCTION_NAME
 from citerag.citations.verified import REPROMPT_MARKERS
@@ -35,7 +35,8 @@ _WORDS = re.compile(r"[\w\u3040-\u30ff\u4e00-\u9fff]+")
 class OfflineAgentModel(Model):
     """`native=True` answers with Converse citations instead of the protocol (for the native-citations mode)."""
 
-    def __init__(self, *, native: bool = False) -> None:
+    def __init__(self, *, native: bool = False, answering: Answering | None = None) -> None:
+        self.answering = answering or Answering()
         self.config: dict[str, Any] = {"model_id": "citerag/extractive-agent"}
         self.native = native
         self.calls = 0
@@ -55,7 +56,7 @@ class OfflineAgentModel(Model):
         prompt_size = approx_tokens(json.dumps(messages, ensure_ascii=False, default=str) + (system_prompt or ""))
         if not tool_specs:  # the input classification: the one call without tools
             user = _text(messages[-1]) if messages else ""
-            out = ExtractiveClaudeModel().complete({"system": system_prompt or "", "messages": [
+            out = ExtractiveClaudeModel(self.answering).complete({"system": system_prompt or "", "messages": [
                 {"role": "user", "content": user}]}, prompt_type="PRE_PROCESSING", stop_sequences=[])
             for ev in _text_turn([(out.text, [])], prompt_size):
                 yield ev
@@ -68,7 +69,7 @@ class OfflineAgentModel(Model):
         body, passages = results[-1]
         lang = answer_language(question)
         if passages:
-            picked = pick_sentences(question, [p.model_copy(update={"lang": detect_language(p.text)})
+            picked = self.answering.pick(question, [p.model_copy(update={"lang": detect_language(p.text)})
                                                for p in passages])
             if picked:
                 index = {p.source_id: i for i, p in enumerate(passages)}

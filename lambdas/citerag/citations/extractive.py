@@ -7,7 +7,11 @@ that the documents do not answer when no passage passes the relevance threshold.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
+
+import numpy as np
 
 from citerag.documents.text import detect_language, split_sentences
 from citerag.search.passage import Passage
@@ -20,6 +24,13 @@ NOT_FOUND = {
     "en": "The documents do not answer this question.",
     "ja": "ドキュメントには、この質問への回答が見つかりませんでした。",
 }
+
+
+# Abstention for the bundled model, tuned on the dev split of datasets/answers (README "Answers you can trust"):
+# no sentence scores ANSWER_MIN_SCORE, or the question names a word no indexed passage contains ("FreeBSD", "f16",
+# "capacity": near misses ask for what the documents lack) and the best sentence is below UNKNOWN_WORD_MIN_SCORE.
+ANSWER_MIN_SCORE = 0.6
+UNKNOWN_WORD_MIN_SCORE = 0.9
 
 
 @dataclass(frozen=True)
@@ -43,63 +54,249 @@ def _looks_like_heading(text: str) -> bool:
     return bool(content) and all(w[0].isupper() for w in content)
 
 
-def pick_sentences(
+Similarity = Callable[[str, list[str]], list[float]]
+"""(question, sentences) -> the embedded model's cosine of each sentence to the question."""
+
+# Question types and the evidence an answer to them carries (a number for "how many", a command for "how do I").
+_WANTS_NUMBER = re.compile(
+    r"\bhow (many|much|long|big|large|old|often)\b|\bwhat (range|size|year|percentage|share|version)\b"
+    r"|\bwithin how\b|\bwhen\b|いくつ|何(個|年|日|ビット|バイト|文字|回|桁|パーセント|%)|どのくらい|どれくらい"
+    r"|範囲|サイズ|大きさ|何日", re.I)
+_NUMBER = re.compile(r"\d|\b(one|two|three|four|five|six|seven|eight|nine|ten|twelve|hundred|fifty|thirty|sixty)\b"
+                     r"|[一二三四五六七八九十百千]", re.I)
+_WANTS_CODE = re.compile(r"\b(how (do|can|should) (i|you|we)|which (command|function|method|macro|flag|operator)"
+                         r"|what (command|function|method|macro|flag))\b|コマンド|関数|メソッド|マクロ|フラグ"
+                         r"|どうすれば|どうやって|方法", re.I)
+_CODE = re.compile(r"(^|\s)\$ |--[a-z]|\w::\w|\w!|\w\(\)|\b[a-z]+_[a-z_]+\b|\b(rustup|cargo|rustc) [a-z]")
+_MARKUP = re.compile(r"[<>{}|]|\]\[")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    rank: int
+    pos: int
+    last: int
+    text: str
+    terms: frozenset[int]
+    lexical: float
+    similarity: float
+    factor: float
+    bonus: float
+    score: float
+
+
+_ENUMERATOR = re.compile(r"^(\(?[0-9a-z]{1,3}\)|\d{1,3}(\.\d{1,3})*\.?|[a-z]\.)$", re.I)
+_LEADING_ENUMERATOR = re.compile(r"^(\(?[0-9a-z]{1,3}\)|\d{1,3}(\.\d{1,3})*\.?)\s+")
+
+
+def _statements(text: str) -> list[str]:
+    """The passage's sentences as an answer quotes them: "the vec! macro" and "v. 2.0" do not end a sentence (the
+    next word, on the same line, is lower case or a number), and "enter this line:" takes the command on the next
+    line with it."""
+    out: list[str] = []
+    code_end = False  # the last statement ends with a command line, which ends it
+    for span in split_sentences(text):
+        piece = span.text.strip(" …")
+        gap = text[span.start - 2 : span.start] if span.start >= 2 else ""
+        same_line = gap.endswith(" ")
+        wrapped = gap.endswith("\n") and not gap.startswith("\n")  # one line break: the sentence goes on
+        if out and _ENUMERATOR.match(out[-1]):
+            out[-1] = f"{out[-1]} {piece}"  # "3." + "Grant of Patent License.": the number labels what follows
+        elif out and same_line and out[-1].endswith((".", "!", "?")) and (piece[:1].islower() or piece[:1].isdigit()):
+            out[-1] = f"{out[-1]} {piece}"
+        elif out and wrapped and not code_end and not out[-1].endswith((*_TERMINAL, "?", "？", ":", "：", ";")) \
+                and not _looks_like_heading(out[-1]):
+            # A text file keeps its line breaks (they give the line numbers cited): a sentence wrapped over lines
+            # is still one sentence.
+            out[-1] += ("" if _is_cjk_edge(out[-1][-1], piece[0]) else " ") + piece
+        elif out and out[-1].endswith((":", "：")) and _CODE.search(piece) and len(piece) <= 120:
+            out[-1] = f"{out[-1]} {piece}"
+            code_end = True
+            continue
+        else:
+            out.append(piece)
+        code_end = False
+    return out
+
+
+def _is_cjk_edge(a: str, b: str) -> bool:
+    return any("\u3000" <= ch <= "\u9fff" or "\uff00" <= ch <= "\uffef" for ch in (a, b))
+
+
+# Weights of the answer score, tuned on the dev split of datasets/answers (README "Answers you can trust"). The
+# model's cosines sit in a narrow band (0.78-0.95 for the bundled model), so their spread is scaled up to weigh
+# as much as the share of the question's terms a sentence holds.
+SIMILARITY_WEIGHT = 4.0
+SIMILARITY_FLOOR = 0.8
+
+
+def answer_score(lexical: float, similarity: float | None, rank: int, factor: float, bonus: float, *,
+                 w_sim: float = SIMILARITY_WEIGHT, floor: float = SIMILARITY_FLOOR) -> float:
+    """The penalties (fragment, heading, markup) scale the evidence; the question-type bonus is added after."""
+    semantic = w_sim * (similarity - floor) if similarity is not None else 0.0
+    return (lexical + semantic + 0.05 / (rank + 1)) * factor + bonus
+
+
+def rank_sentences(
     question: str | Query,
     passages: list[Passage],
     stats: CorpusStats | None = None,
     *,
-    max_sentences: int = 3,
-    max_passages: int = 3,
-) -> list[Picked]:
-    """Choose up to `max_sentences` sentences that best cover the question's terms.
+    similarity: Similarity | None = None,
+    max_passages: int = 5,
+) -> tuple[Query, list[Passage], list[Candidate]]:
+    """Every statement in the relevant passages, scored as an answer to the question, best first.
 
-    Scores are IDF-weighted term overlap plus a small prior for better-ranked passages. Later picks must
-    add query terms the earlier ones lack, so the answer does not repeat itself.
+    score = IDF-weighted share of the question's terms in the sentence + the model's cosine of sentence and
+    question (when there is a model) + evidence of the asked type (a number for "how many", a command for "how
+    do I") + a small prior for better-ranked passages; headings, fragments, markup and questions score low.
     """
     query = analyze(question)
-    lang = query.lang
     usable = [p for p in passages if p.relevant][:max_passages]
-    if any(p.lang == lang for p in usable):
-        usable = [p for p in usable if p.lang == lang]
-    if not usable:
-        return []
+    if any(p.lang == query.lang for p in usable):
+        usable = [p for p in usable if p.lang == query.lang]
     q = set(query.term_ids)
-    if not q:
-        return []
+    if not usable or not q:
+        return query, usable, []
 
     def idf(t: int) -> float:
         return stats.idf(t) if stats and stats.n_docs else 1.0
 
     q_weight = {t: idf(t) for t in q}
     total = sum(q_weight.values()) or 1.0
-    candidates: list[tuple[float, int, int, str, set[int]]] = []
+    wants_number = bool(_WANTS_NUMBER.search(query.text))
+    wants_code = bool(_WANTS_CODE.search(query.text))
+    raw: list[tuple[int, int, int, str, frozenset[int], float, float, float]] = []
+    joiner = "" if query.lang == "ja" else " "
     for rank, p in enumerate(usable):
-        for pos, s in enumerate(split_sentences(p.text)):
-            text = s.text.strip(" …")
+        spans = _statements(p.text)
+        units: list[tuple[int, int, str]] = []  # (first statement, last statement, text)
+        for pos, text in enumerate(spans):
+            units.append((pos, pos, text))
+            if pos + 1 < len(spans) and len(text) + len(spans[pos + 1]) <= 500 \
+                    and not text.endswith(("?", "？")):
+                # The fact often follows the sentence that matches the question ("If you get linker errors,
+                # install a C compiler. For example, on Ubuntu, install build-essential."): a pair is a unit too.
+                units.append((pos, pos + 1, text + joiner + spans[pos + 1]))
+        for first, last, text in units:
             if len(text) < 8 or text.endswith(("?", "？")):
                 # Too short to be a statement, or a question (FAQ headings restate the user's question).
                 continue
-            terms = {term_id(t) for t in tokenize(text)} & q
-            score = sum(q_weight[t] for t in terms) / total + 0.15 / (rank + 1)
-            if not text.endswith(_TERMINAL):
-                score *= 0.6  # headings and fragments read badly as answers
-            if _looks_like_heading(text) or (pos == 0 and text[:1].islower()):
+            terms = frozenset({term_id(t) for t in tokenize(text)} & q)
+            lexical = sum(q_weight[t] for t in terms) / total
+            factor = 1.0
+            if not text.endswith((*_TERMINAL, ";", "; and", "; or")) and not _CODE.search(text[-40:]):
+                factor *= 0.6  # headings and fragments read badly as answers
+            if _looks_like_heading(spans[first]) or (first == 0 and text[:1].islower()):
                 # "Grant of Patent License." restates the question's words without answering it; a passage that
                 # starts mid-sentence (a chunk boundary) gives a fragment.
-                score *= 0.3
-            candidates.append((score, rank, pos, text, terms))
-    if not candidates:
+                factor *= 0.3
+            if len(_MARKUP.findall(text)) >= 3 or len(text) > 1200:
+                factor *= 0.5  # a table row, an HTML tag or a whole section is not one statement
+            bonus = 0.0 if first == last else -0.05  # a pair must earn its second sentence
+            if wants_number:
+                bonus += 0.1 if _NUMBER.search(_LEADING_ENUMERATOR.sub("", text)) else -0.05
+            if wants_code and _CODE.search(text):
+                bonus += 0.1
+            raw.append((rank, first, last, text, terms, lexical, factor, bonus))
+    if not raw:
+        return query, usable, []
+    sims: list[float | None] = list(similarity(query.text, [r[3] for r in raw])) if similarity else [None] * len(raw)
+    candidates = []
+    for (rank, pos, last, text, terms, lexical, factor, bonus), sim in zip(raw, sims, strict=True):
+        score = round(answer_score(lexical, sim, rank, factor, bonus), 4)
+        candidates.append(Candidate(rank, pos, last, text, terms, round(lexical, 4), round(sim or 0.0, 4), factor,
+                                    bonus, score))
+    candidates.sort(key=lambda c: (-c.score, c.rank, c.pos))
+    return query, usable, candidates
+
+
+# Words any question may use that say nothing of its subject: their absence from the documents is no sign.
+_FILLER = frozenset(tokenize(
+    "my me mine you your we our us someone somebody anyone people person they them themselves it long many much "
+    "often count get got do does did make made use used need want can could should would call called mean means "
+    "happen happens work way ways thing things kind good best better possible able exist exactly actually really "
+    "also still there here how what which who whom whose when where why is are was were be been am the a an to "
+    "of in on at by for with and or not no yes if than then so"))
+_LATIN_WORD = re.compile(r"^[a-z][a-z0-9_.-]*$")
+
+
+def unknown_words(query: Query, stats: CorpusStats | None) -> list[str]:
+    """The question's words no indexed passage contains (Latin-script words that carry meaning: the default
+    tokenizer cuts Japanese into pieces whose absence says little)."""
+    if stats is None or not stats.n_docs:
         return []
-    candidates.sort(key=lambda c: (-c[0], c[1], c[2]))
-    picked = [candidates[0]]
-    covered = set(candidates[0][4])
+    return [t for t in dict.fromkeys(query.tokens)
+            if _LATIN_WORD.match(t) and t not in _FILLER and not stats.df.get(term_id(t), 0)]
+
+
+def pick_sentences(
+    question: str | Query,
+    passages: list[Passage],
+    stats: CorpusStats | None = None,
+    *,
+    similarity: Similarity | None = None,
+    min_score: float = 0.0,
+    unknown_word_min_score: float = UNKNOWN_WORD_MIN_SCORE,
+    max_sentences: int = 2,
+    max_passages: int = 5,
+) -> list[Picked]:
+    """Up to `max_sentences` sentences that answer the question, or none when the best scores below `min_score`
+    (the documents do not answer: near misses share the topic, not the fact). Later picks must add question
+    terms the earlier ones lack and score close to the best, so the answer does not wander."""
+    query, usable, candidates = rank_sentences(question, passages, stats, similarity=similarity,
+                                               max_passages=max_passages)
+    if not candidates or candidates[0].score < min_score:
+        return []
+    if min_score > 0 and candidates[0].score < unknown_word_min_score and unknown_words(query, stats):
+        return []
+    q = set(query.term_ids)
+    total = len(q) or 1
+    best = candidates[0]
+    picked = [best]
+    covered = set(best.terms)
     for c in candidates[1:]:
         if len(picked) >= max_sentences:
             break
-        gain = sum(q_weight[t] for t in c[4] - covered) / total
-        if gain >= 0.15 and c[0] >= 0.5 * picked[0][0]:
+        if any(c.rank == o.rank and c.pos <= o.last and o.pos <= c.last for o in picked):
+            continue  # overlaps a sentence already in the answer
+        gain = len(c.terms - covered) / total
+        if gain >= 0.15 and c.score >= 0.9 * best.score:
             picked.append(c)
-            covered |= c[4]
+            covered |= c.terms
     # Read in document order: by passage rank, then position within the passage.
-    picked.sort(key=lambda c: (c[1], c[2]))
-    return [Picked(usable[c[1]].source_id, c[3], round(c[0], 4)) for c in picked]
+    picked.sort(key=lambda c: (c.rank, c.pos))
+    return [Picked(usable[c.rank].source_id, c.text, c.score) for c in picked]
+
+
+def embedding_similarity(embedder) -> Similarity:
+    """The search embedder as a sentence scorer: E5-style models embed the question as a query and the
+    sentences as passages, exactly as search does, so cosines are on the scale search calibrated."""
+
+    def similarity(question: str, sentences: list[str]) -> list[float]:
+        if not sentences:
+            return []
+        qv = np.asarray(embedder.embed_query(question), dtype=np.float32)
+        sv = np.asarray(embedder.embed_passages(sentences), dtype=np.float32)
+        return [float(x) for x in sv @ qv]
+
+    return similarity
+
+
+@dataclass
+class Answering:
+    """How the embedded answerer picks sentences: the model's similarity, the corpus IDF and the abstention
+    threshold, built once by Components and shared by every offline model and the search-only answerer."""
+
+    similarity: Similarity | None = None
+    stats: Callable[[], CorpusStats | None] | None = None
+    min_score: float = 0.0
+
+    def pick(self, question: str | Query, passages: list[Passage]) -> list[Picked]:
+        stats = None
+        if self.stats is not None:
+            try:
+                stats = self.stats()
+            except Exception:  # IDF weights refine the choice; without them every term weighs the same
+                stats = None
+        return pick_sentences(question, passages, stats, similarity=self.similarity, min_score=self.min_score)

@@ -93,7 +93,8 @@ def ask(
             comps = open_index(index, namespace, quiet=as_json)
             check_filter_keys(comps, flt)
             answer = EmbeddedAnswerer(comps.pipeline(expand_parents=True),
-                                      budget_bytes=comps.settings.response_budget_bytes).ask(
+                                      budget_bytes=comps.settings.response_budget_bytes,
+                                      answering=comps.answering).ask(
                 question, flt=flt, namespace=comps.settings.namespace)
         elif agent == "local":
             from citerag.handlers.local import local_agent

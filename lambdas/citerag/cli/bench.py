@@ -257,3 +257,58 @@ def bench_handler(
         out.print(table)
         out.print("sequential dependency time for the first run would be "
                   f"{100 + 50 + 50} ms (embed, dense query, sparse query one after another)")
+
+
+@app.command("bench-answers")
+def bench_answers(
+    dataset: Annotated[Path, typer.Argument(help="folder with docs/ and questions-*.jsonl (datasets/answers)")],
+    split: Annotated[str, typer.Option("--split", help="dev, test or all")] = "test",
+    agent: Annotated[str, typer.Option("--agent", help="local (citerag ask's default) or none (search + "
+                                                        "extractive answer)")] = "local",
+    show_failures: Annotated[bool, typer.Option("--failures", help="list every wrong answer")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Answers a user can trust: exact facts with the right file and page, abstention on questions the documents
+    do not answer, no sentence shown under a source that does not hold it. English and Japanese separately."""
+    import tempfile
+
+    from citerag.bench import answers as ab
+
+    with errors(as_json):
+        if split not in ("dev", "test", "all"):
+            raise CiteragError(f"--split {split!r}: choose dev, test or all")
+        if agent not in ab.ASKERS:
+            raise CiteragError(f"--agent {agent!r}: choose {' or '.join(ab.ASKERS)}")
+        ds = ab.load(dataset)
+        splits = ("dev", "test") if split == "all" else (split,)
+        with tempfile.TemporaryDirectory(prefix="citerag-bench-answers-") as tmp, progress() as bar:
+            comps = components(Path(tmp) / "index.sqlite")
+            task = bar.add_task(f"{dataset.name}: questions", total=None)
+            res = ab.run(ds, comps, agent=agent, splits=splits,
+                         progress=lambda i, n: bar.update(task, completed=i, total=n))
+        if as_json:
+            print(ab.dump(res))
+            return
+        table = Table(title=f"bench-answers: {res['documents']} documents, agent {agent}")
+        for col in ("split/lang", "answerable", "fact + right citation", "unanswerable", "abstention recall",
+                    "abstention precision", "misattributed", "p50 ms", "p95 ms"):
+            table.add_column(col, justify="left" if col == "split/lang" else "right")
+        for key, m in res["summary"].items():
+            table.add_row(key, str(m["answerable"]), _pct(m["fact_with_right_citation"]), str(m["unanswerable"]),
+                          _pct(m["abstention_recall"]), _pct(m["abstention_precision"]),
+                          str(m["misattributed_sentences"]), f"{m['p50_ms']:.0f}", f"{m['p95_ms']:.0f}")
+        out.print(table)
+        if show_failures:
+            from citerag.cli.common import one_line
+
+            for r in ab.failures(res["rows"]):
+                what = "answered" if r["answerable"] else "should abstain"
+                out.print(f"[bold]{r['id']}[/] ({what}): {one_line(r['answer'], 160)} "
+                          f"cited {', '.join(r['cited']) or 'nothing'}", highlight=False)
+                for m in r["misattributed"]:
+                    out.print(f"   [red]misattributed[/] to {m['cited']}: {one_line(m['sentence'], 120)}",
+                              highlight=False)
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1%}"

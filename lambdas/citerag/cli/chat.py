@@ -93,7 +93,7 @@ def _answerer(comps, agent: str, attrs: dict[str, str]):
         from citerag.runtimes.embedded import EmbeddedAnswerer
 
         answerer = EmbeddedAnswerer(comps.pipeline(expand_parents=True),
-                                    budget_bytes=comps.settings.response_budget_bytes)
+                                    budget_bytes=comps.settings.response_budget_bytes, answering=comps.answering)
 
         def ask_none(question: str):
             analyze(question)

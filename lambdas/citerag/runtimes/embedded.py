@@ -6,15 +6,17 @@ from __future__ import annotations
 import time
 
 from citerag.citations.answer import Answer, compose
-from citerag.citations.extractive import NOT_FOUND, pick_sentences
+from citerag.citations.extractive import NOT_FOUND, Answering
 from citerag.citations.payload import pack_passages
 from citerag.search.pipeline import SearchPipeline
 from citerag.search.query import analyze
 
 
 class EmbeddedAnswerer:
-    def __init__(self, pipeline: SearchPipeline, *, budget_bytes: int = 25_000, top_k: int = 5) -> None:
+    def __init__(self, pipeline: SearchPipeline, *, budget_bytes: int = 25_000, top_k: int = 5,
+                 answering: Answering | None = None) -> None:
         self.pipeline = pipeline
+        self.answering = answering
         self.budget_bytes = budget_bytes
         self.top_k = top_k
 
@@ -24,7 +26,8 @@ class EmbeddedAnswerer:
         outcome = self.pipeline.search(query, top_k=self.top_k, flt=flt, namespace=namespace)
         relevant = outcome.relevant_hits
         _, results = pack_passages(relevant, query, self.budget_bytes)
-        picked = pick_sentences(query, results, self.pipeline.stats(namespace))
+        answering = self.answering or Answering(stats=lambda: self.pipeline.stats(namespace))
+        picked = answering.pick(query, results)
         trace = [{"step": "search", "hits": len(outcome.hits), "relevant": len(relevant),
                   "degraded": outcome.degraded, "timings_ms": outcome.timings_ms}]
         if not picked:

@@ -4,6 +4,7 @@ runtime's callers, the benches and `citerag trace`."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -64,9 +65,18 @@ def answer_from_events(events: Iterable[dict[str, Any]]) -> Answer:
                   trace=traces)
 
 
+_MASKED = re.compile(r"\[[A-Z][A-Z0-9_]{1,30}\]")  # what the PII masker puts in place of a value
+
+
 def _excerpt(claim: str, passage: str, limit: int = 300) -> str:
-    """The passage sentence(s) the claim came from, or the passage start."""
+    """The passage text the claim came from: found verbatim, or across the line breaks a text file keeps and the
+    values masking replaced ([EMAIL]); the passage start only when the claim is not in it (a model's paraphrase)."""
     i = passage.find(claim)
     if i >= 0:
         return passage[i : i + max(len(claim), 1)][:limit]
+    pieces = [r"\s*".join(re.escape(w) for w in part.split()) for part in _MASKED.split(claim)]
+    if any(pieces):
+        m = re.search(r"[^\n]{1,80}".join(pieces), passage)  # a masked value is on one line
+        if m:
+            return " ".join(m.group(0).split())[:limit]
     return " ".join(passage.split())[:limit]

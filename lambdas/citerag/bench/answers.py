@@ -1,0 +1,237 @@
+"""`citerag bench-answers`: does `citerag ask` answer right, cite the place that holds the fact, and say "not found"
+when the documents do not answer? Over a folder of real documents (docs/) and question sets (questions-*.jsonl)
+with answerable questions (a short exact fact, the file that states it) and unanswerable near misses.
+
+Scoring, per question:
+- answerable: right when some answer sentence contains a gold fact and is cited to the expected file, at a page
+  (PDF) whose text holds the fact; abstaining or citing elsewhere is wrong;
+- unanswerable: right when the answer abstains (no cited sentence);
+- every displayed sentence must be found in the document and page it is cited to (masked personal data matches
+  anything): a sentence that is not is a misattribution, counted over all questions.
+Questions with an odd number are the dev split (for tuning), even ones the test split (for reporting).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import unquote
+
+from pydantic import BaseModel, Field, ValidationError, model_validator
+
+from citerag.bench.metrics import percentile
+from citerag.citations.answer import Answer
+from citerag.documents.loaders import load_path
+from citerag.documents.text import normalize
+from citerag.errors import CiteragError
+
+MAX_QUESTIONS = 5000
+
+
+class Question(BaseModel):
+    id: str = Field(pattern=r"^[a-z]{2}-\d{1,5}$")
+    lang: Literal["en", "ja"]
+    question: str = Field(min_length=1, max_length=1000)
+    answerable: bool
+    answers: list[str] = Field(default_factory=list, max_length=10)
+    file: str | None = None
+    evidence: str | None = None
+    near: str | None = None
+    why: str | None = None
+
+    @model_validator(mode="after")
+    def _answerable_has_fact(self) -> Question:
+        if self.answerable and (not self.answers or not self.file or not all(a.strip() for a in self.answers)):
+            raise ValueError("an answerable question needs 'answers' (non-empty strings) and 'file'")
+        return self
+
+    @property
+    def split(self) -> str:
+        return "dev" if int(self.id.split("-")[1]) % 2 else "test"
+
+
+class AnswerSet(BaseModel):
+    root: Path
+    docs: list[Path]
+    questions: list[Question]
+
+
+def load(root: Path) -> AnswerSet:
+    root = Path(root)
+    docs_dir = root / "docs"
+    if not docs_dir.is_dir():
+        raise CiteragError(f"{root} has no docs/ folder: bench-answers needs docs/ and questions-*.jsonl")
+    docs = sorted(p for p in docs_dir.iterdir() if p.is_file() and not p.name.startswith("."))
+    names = {p.name for p in docs}
+    questions: list[Question] = []
+    files = sorted(root.glob("questions-*.jsonl"))
+    if not files:
+        raise CiteragError(f"{root} has no questions-*.jsonl")
+    for f in files:
+        for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                q = Question.model_validate_json(line)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                raise CiteragError(f"{f.name} line {n}: {'.'.join(map(str, first['loc'])) or 'row'}: "
+                                   f"{first['msg']}") from None
+            if q.answerable and q.file not in names:
+                raise CiteragError(f"{f.name} line {n}: file {q.file!r} is not in docs/")
+            questions.append(q)
+            if len(questions) > MAX_QUESTIONS:
+                raise CiteragError(f"more than {MAX_QUESTIONS} questions")
+    ids = [q.id for q in questions]
+    if len(set(ids)) != len(ids):
+        raise CiteragError("question ids repeat across the question files")
+    return AnswerSet(root=root, docs=docs, questions=questions)
+
+
+# --- checking what an answer says against the documents -------------------------------------------------------
+
+_MASK = re.compile(r"\[[A-Z][A-Z0-9_]{1,30}\]")  # the PII masker's labels: [EMAIL], [PHONE], ...
+
+
+def _squash(text: str) -> str:
+    """Comparable form: NFKC, lower case, no whitespace (PDF and Markdown line breaks fall anywhere)."""
+    return re.sub(r"\s+", "", normalize(text))
+
+
+class DocTexts:
+    """The loaded text of every document, whole and per page, in comparable form: the answer's sentences come
+    from what the loader produced, so that is what they are checked against."""
+
+    def __init__(self, docs: Iterable[Path]) -> None:
+        self.whole: dict[str, str] = {}
+        self.pages: dict[tuple[str, int], str] = {}
+        for p in docs:
+            doc = load_path(p)
+            self.whole[p.name] = _squash("\n".join(s.text for s in doc.sections))
+            for s in doc.sections:
+                if s.page is not None:
+                    self.pages[(p.name, s.page)] = _squash(s.text)
+
+    def location(self, name: str, page: int | None) -> str:
+        if page is not None:
+            return self.pages.get((name, page), "")
+        return self.whole.get(name, "")
+
+
+def holds(location: str, claim: str) -> bool:
+    """Is the claim's text in the location? Masked values ([EMAIL]) stand for any short text."""
+    pieces = [re.escape(_squash(p)) for p in _MASK.split(claim)]
+    if not any(pieces):
+        return False
+    return re.search(".{1,80}?".join(pieces), location, re.S) is not None
+
+
+def file_name(uri: str) -> str:
+    """The file a file:// URI names, decoded ("%E8%BF%94%E9%87%91.md" is 返金.md)."""
+    return unquote(uri.rstrip("/").rsplit("/", 1)[-1])
+
+
+def score(q: Question, answer: Answer, texts: DocTexts) -> dict[str, Any]:
+    misattributed = [
+        {"sentence": c.text[:200], "cited": f"{file_name(s.uri)}" + (f" p.{s.page}" if s.page else "")}
+        for c in answer.citations for s in c.sources
+        if not holds(texts.location(file_name(s.uri), s.page), c.text)]
+    gold = [_squash(a) for a in q.answers]
+    right = q.answerable and any(
+        g in _squash(c.text) and file_name(s.uri) == q.file and g in texts.location(q.file, s.page)
+        for c in answer.citations for s in c.sources for g in gold)
+    cited = sorted({file_name(s.uri) + (f" p.{s.page}" if s.page else "") for s in answer.sources})
+    return {"id": q.id, "lang": q.lang, "split": q.split, "answerable": q.answerable,
+            "abstained": not answer.citations, "right": right if q.answerable else not answer.citations,
+            "misattributed": misattributed, "answer": answer.text[:500], "cited": cited}
+
+
+# --- running ---------------------------------------------------------------------------------------------------
+
+Ask = Callable[[str], Answer]
+
+
+def local_agent(comps) -> Ask:
+    """`citerag ask`'s default path: the local Classic agent, its prompts, parser and search handler."""
+    from citerag.handlers.local import local_agent as make
+    from citerag.traces.join import answer_from_events
+
+    runtime = make(comps)
+    return lambda question: answer_from_events(runtime.invoke(question))
+
+
+def search_only(comps) -> Ask:
+    """`citerag ask --agent none`: search, pack, extractive answer, no agent steps."""
+    from citerag.runtimes.embedded import EmbeddedAnswerer
+
+    answerer = EmbeddedAnswerer(comps.pipeline(expand_parents=True), budget_bytes=comps.settings.response_budget_bytes,
+                                answering=comps.answering)
+    return lambda question: answerer.ask(question, namespace=comps.settings.namespace)
+
+
+ASKERS: dict[str, Callable[[Any], Ask]] = {"local": local_agent, "none": search_only}
+
+
+def run(ds: AnswerSet, comps, *, agent: str = "local", splits: tuple[str, ...] = ("dev", "test"),
+        progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Ingest docs/ into the (empty) index `comps` points at, ask every question of the splits, score."""
+    t = time.perf_counter()
+    results = comps.ingestor().ingest_paths(ds.docs, sync=True)
+    failed = [r for r in results if r.status == "failed"]
+    if failed:
+        raise CiteragError(f"could not ingest {len(failed)} documents: {failed[0].source}: {failed[0].reason}")
+    ingest_s = time.perf_counter() - t
+    texts = DocTexts(ds.docs)
+    ask = ASKERS[agent](comps)
+    ask("warm up")
+    questions = [q for q in ds.questions if q.split in splits]
+    rows = []
+    for i, q in enumerate(questions, start=1):
+        t = time.perf_counter()
+        answer = ask(q.question)
+        ms = (time.perf_counter() - t) * 1000
+        rows.append({**score(q, answer, texts), "ms": round(ms, 1)})
+        if progress:
+            progress(i, len(questions))
+    return {"agent": agent, "documents": len(ds.docs), "ingest_s": round(ingest_s, 1),
+            "summary": summarize(rows), "rows": rows}
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per split and language, and per split over both languages."""
+    out: dict[str, dict[str, Any]] = {}
+    for split in sorted({r["split"] for r in rows}):
+        for lang in ("en", "ja", "all"):
+            sel = [r for r in rows if r["split"] == split and (lang == "all" or r["lang"] == lang)]
+            if sel:
+                out[f"{split}/{lang}"] = _metrics(sel)
+    return out
+
+
+def _metrics(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    ans = [r for r in rows if r["answerable"]]
+    un = [r for r in rows if not r["answerable"]]
+    abstained = [r for r in rows if r["abstained"]]
+    lat = [r["ms"] for r in rows]
+    return {
+        "answerable": len(ans),
+        "fact_with_right_citation": sum(r["right"] for r in ans) / len(ans) if ans else None,
+        "unanswerable": len(un),
+        "abstention_recall": sum(r["abstained"] for r in un) / len(un) if un else None,
+        "abstention_precision": (sum(not r["answerable"] for r in abstained) / len(abstained)) if abstained
+        else None,
+        "misattributed_sentences": sum(len(r["misattributed"]) for r in rows),
+        "p50_ms": round(percentile(lat, 50), 1), "p95_ms": round(percentile(lat, 95), 1),
+    }
+
+
+def failures(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in rows if not r["right"] or r["misattributed"]]
+
+
+def dump(res: dict[str, Any]) -> str:
+    return json.dumps(res, ensure_ascii=False)
