@@ -166,6 +166,10 @@ def test_text_files_are_cited_by_line_range(tmp_path):
     assert all(c.text in lines[int(c.section.split()[-1]) - 1] for c in chunks)  # the line is in the file
 
 
+def _markdown_text(md: str) -> str:
+    return load_bytes(md.encode(), "file:///x.md", "x.md").sections[0].text
+
+
 def test_markdown_paragraphs_wrapped_in_the_source_read_as_one_line():
     # Sentences used to end at each source line break ("it returns" / "None without panicking.").
     md = ("# Vectors\n\nWhen the get method is passed an index outside the vector, it returns\n`None` without "
@@ -173,10 +177,22 @@ def test_markdown_paragraphs_wrapped_in_the_source_read_as_one_line():
           "> Note: a quoted\n> paragraph wraps too.\n\n- one item\n- another item\n\n"
           "Rustは*静的型付き*言語であることを弁えておいてください。つまり、\nコンパイル時に型が判明している必要があります。\n\n"
           "```rust\nlet v = vec![1, 2];\nv.len()\n```\n\n{{#include ../listing.rs}}\n")
-    text = load_bytes(md.encode(), "file:///x.md", "x.md").sections[0].text
+    text = _markdown_text(md)
     assert "it returns None without panicking." in text
     assert "between 0 and 255. See the book for more." in text
     assert "Note: a quoted paragraph wraps too." in text
     assert "- one item\n- another item" in text
     assert "つまり、コンパイル時に" in text
     assert "let v = vec![1, 2];\nv.len()" in text and "```" not in text and "{{#" not in text
+
+
+def test_markdown_inline_html_and_emphasis_read_as_rendered():
+    # "2<sup>7</sup>" is a power, not "27"; a power may wrap over source lines; generic types in prose stay.
+    md = ("# Integers\n\nAn _i8_ stores numbers from −(2<sup>n −\n1</sup>) to 2<sup>7</sup> − 1, which equals "
+          "−128 to 127.\nUse <span class=\"x\">Vec<T></span> and `*ptr`; snake_case_name stays.\n\n"
+          "ここで*n*はビット数です。\n\n```rust\nlet x = a * b; // _not emphasis_ <sup>\n```\n")
+    text = _markdown_text(md)
+    assert "An i8 stores numbers from −(2^(n − 1)) to 2^7 − 1, which equals −128 to 127." in text
+    assert "Use Vec<T> and *ptr; snake_case_name stays." in text
+    assert "ここでnはビット数です。" in text
+    assert "let x = a * b; // _not emphasis_ <sup>" in text

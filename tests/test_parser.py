@@ -131,6 +131,17 @@ def test_post_processing_verdicts():
     assert nothing["responseText"] == "I could not answer this from the documents."
 
 
+def test_post_processing_keeps_escaped_angle_brackets_of_the_document_text():
+    # "Vec&lt;i32&gt;" in the final response is document text, not a tag: it used to be unescaped before parsing
+    # and dropped as markup, so the shown sentence ("type of v is Vec, and") no longer matched its source.
+    final = (f"<answer><answer_part><text>The type of v is Vec&lt;i32&gt;, and no annotation is needed.</text>"
+             f"<sources><source>{S1}</source></sources></answer_part></answer>")
+    ok = run(f"fine</thinking><verdict><grounded>yes</grounded><useful>yes</useful><reason>ok</reason></verdict>"
+             f"<final_response>{final}</final_response>", "POST_PROCESSING")["postProcessingParsedResponse"]
+    assert ok["responseText"] == "The type of v is Vec<i32>, and no annotation is needed."
+    assert ok["citations"]["generatedResponseParts"][0]["references"] == [{"sourceId": S1}]
+
+
 def test_knowledge_base_generation_and_other_prompt_types():
     kb = run(f"<answer_part><text>Twelve months.</text><sources><source>{S1}</source></sources></answer_part>",
              "KNOWLEDGE_BASE_RESPONSE_GENERATION")

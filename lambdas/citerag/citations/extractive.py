@@ -8,12 +8,12 @@ that the documents do not answer when no passage passes the relevance threshold.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
-from citerag.documents.text import detect_language, split_sentences
+from citerag.documents.text import detect_language, normalize, split_sentences
 from citerag.search.passage import Passage
 from citerag.search.query import Query, analyze
 from citerag.search.sparse import CorpusStats, term_id, tokenize
@@ -26,11 +26,18 @@ NOT_FOUND = {
 }
 
 
-# Abstention for the bundled model, tuned on the dev split of datasets/answers (README "Answers you can trust"):
-# no sentence scores ANSWER_MIN_SCORE, or the question names a word no indexed passage contains ("FreeBSD", "f16",
-# "capacity": near misses ask for what the documents lack) and the best sentence is below UNKNOWN_WORD_MIN_SCORE.
-ANSWER_MIN_SCORE = 0.6
+# Abstention for the bundled model, tuned per language on the dev splits of datasets/answers and JaQuAD (README
+# "Answers you can trust"): no sentence scores ANSWER_MIN_SCORE, or the question names a word no indexed passage
+# contains ("FreeBSD", "f16", "キャパシティ": near misses ask for what the documents lack) and the best sentence is
+# below UNKNOWN_WORD_MIN_SCORE. Japanese scores run higher (a passage on the topic holds most of the question's
+# content bigrams even when it lacks the fact), so its threshold does too.
+ANSWER_MIN_SCORE = {"en": 0.5, "ja": 0.9}
 UNKNOWN_WORD_MIN_SCORE = 0.9
+Threshold = float | Mapping[str, float]
+
+
+def _for(threshold: Threshold, lang: str) -> float:
+    return threshold if isinstance(threshold, int | float) else threshold.get(lang, threshold.get("en", 0.0))
 
 
 @dataclass(frozen=True)
@@ -60,7 +67,7 @@ Similarity = Callable[[str, list[str]], list[float]]
 # Question types and the evidence an answer to them carries (a number for "how many", a command for "how do I").
 _WANTS_NUMBER = re.compile(
     r"\bhow (many|much|long|big|large|old|often)\b|\bwhat (range|size|year|percentage|share|version)\b"
-    r"|\bwithin how\b|\bwhen\b|いくつ|何(個|年|日|ビット|バイト|文字|回|桁|パーセント|%)|どのくらい|どれくらい"
+    r"|\bwithin how\b|^when\b|いくつ|何(個|年|日|ビット|バイト|文字|回|桁|パーセント|%)|どのくらい|どれくらい"
     r"|範囲|サイズ|大きさ|何日", re.I)
 _NUMBER = re.compile(r"\d|\b(one|two|three|four|five|six|seven|eight|nine|ten|twelve|hundred|fifty|thirty|sixty)\b"
                      r"|[一二三四五六七八九十百千]", re.I)
@@ -69,6 +76,10 @@ _WANTS_CODE = re.compile(r"\b(how (do|can|should) (i|you|we)|which (command|func
                          r"|どうすれば|どうやって|方法", re.I)
 _CODE = re.compile(r"(^|\s)\$ |--[a-z]|\w::\w|\w!|\w\(\)|\b[a-z]+_[a-z_]+\b|\b(rustup|cargo|rustc) [a-z]")
 _MARKUP = re.compile(r"[<>{}|]|\]\[")
+# Sentences that lead the reader on ("Next, we'll look at how to modify a vector.", "…どうなるか見てみましょう。"):
+# they restate the topic, often in the question's own words, and answer nothing.
+_NAVIGATION = re.compile(r"^(next|now|first|then|finally|in this section)?,?\s*(let[’']?s|let us|we[’']ll|we will)\s"
+                         r"|(見て|確認して|見ていき|考えて|議論し|説明し|解説し)(みましょう|ましょう|ます)。?$", re.I)
 
 
 @dataclass(frozen=True)
@@ -102,7 +113,8 @@ def _statements(text: str) -> list[str]:
         wrapped = gap.endswith("\n") and not gap.startswith("\n")  # one line break: the sentence goes on
         if out and _ENUMERATOR.match(out[-1]):
             out[-1] = f"{out[-1]} {piece}"  # "3." + "Grant of Patent License.": the number labels what follows
-        elif out and same_line and out[-1].endswith((".", "!", "?")) and (piece[:1].islower() or piece[:1].isdigit()):
+        elif out and same_line and out[-1].rstrip("”’\"')").endswith((".", "!", "?")) \
+                and (piece[:1].islower() or piece[:1].isdigit()):
             out[-1] = f"{out[-1]} {piece}"
         elif out and wrapped and not code_end and not out[-1].endswith((*_TERMINAL, "?", "？", ":", "：", ";")) \
                 and not _looks_like_heading(out[-1]):
@@ -128,6 +140,10 @@ def _is_cjk_edge(a: str, b: str) -> bool:
 # as much as the share of the question's terms a sentence holds.
 SIMILARITY_WEIGHT = 4.0
 SIMILARITY_FLOOR = 0.8
+PAIR_COST = 0.02  # a sentence and its neighbour, against either alone
+# A runner-up within this share of the best score joins the answer: when the best sentence restates the question,
+# the fact is often in the next best ("公開は2017年7月" vs "2017年7月29日に公開された").
+RUNNER_UP_RATIO = 0.8
 
 
 def answer_score(lexical: float, similarity: float | None, rank: int, factor: float, bonus: float, *,
@@ -135,6 +151,26 @@ def answer_score(lexical: float, similarity: float | None, rank: int, factor: fl
     """The penalties (fragment, heading, markup) scale the evidence; the question-type bonus is added after."""
     semantic = w_sim * (similarity - floor) if similarity is not None else 0.0
     return (lexical + semantic + 0.05 / (rank + 1)) * factor + bonus
+
+
+_QUESTION_NUMBER = re.compile(r"\d+(?:\.\d+)*")
+MISSING_NUMBER_FACTOR = 0.6
+
+_HIRAGANA = re.compile(r"[\u3040-\u309f]")
+# What a Japanese question asks with, not about: 何/誰 ("何年", "誰か") and the words of "what does X mean" or
+# "how do I", like _FILLER's "mean" and "way" in English.
+_JA_ASKING = re.compile(r"[何誰]")
+_JA_FILLER = frozenset({"意味", "意", "味", "方法", "場合", "必要", "可能", "具体", "体的"})
+
+
+def content_terms(query: Query) -> set[int]:
+    """The question's terms that carry its subject. In Japanese, bigrams with hiragana are mostly grammar
+    ("すか", "か迷"): rare enough to weigh a lot, yet an answer phrased differently never holds them."""
+    if query.lang != "ja":
+        return set(query.term_ids)
+    content = {term_id(t) for t in query.tokens
+               if not _HIRAGANA.search(t) and not _JA_ASKING.search(t) and t not in _JA_FILLER}
+    return content or set(query.term_ids)
 
 
 def rank_sentences(
@@ -155,7 +191,7 @@ def rank_sentences(
     usable = [p for p in passages if p.relevant][:max_passages]
     if any(p.lang == query.lang for p in usable):
         usable = [p for p in usable if p.lang == query.lang]
-    q = set(query.term_ids)
+    q = content_terms(query)
     if not usable or not q:
         return query, usable, []
 
@@ -168,8 +204,13 @@ def rank_sentences(
     wants_code = bool(_WANTS_CODE.search(query.text))
     raw: list[tuple[int, int, int, str, frozenset[int], float, float, float]] = []
     joiner = "" if query.lang == "ja" else " "
+    numbers = set(_QUESTION_NUMBER.findall(normalize(query.text).replace(",", "")))
     for rank, p in enumerate(usable):
         spans = _statements(p.text)
+        # A number the question names ("in 1953", "Rust 1.0") that the passage lacks: the passage is about
+        # something else (near misses often differ from what the documents hold only there).
+        place = normalize(f"{p.title} {p.text}").replace(",", "")
+        off_topic = MISSING_NUMBER_FACTOR if any(n not in place for n in numbers) else 1.0
         units: list[tuple[int, int, str]] = []  # (first statement, last statement, text)
         for pos, text in enumerate(spans):
             units.append((pos, pos, text))
@@ -184,16 +225,18 @@ def rank_sentences(
                 continue
             terms = frozenset({term_id(t) for t in tokenize(text)} & q)
             lexical = sum(q_weight[t] for t in terms) / total
-            factor = 1.0
+            factor = off_topic
             if not text.endswith((*_TERMINAL, ";", "; and", "; or")) and not _CODE.search(text[-40:]):
                 factor *= 0.6  # headings and fragments read badly as answers
             if _looks_like_heading(spans[first]) or (first == 0 and text[:1].islower()):
                 # "Grant of Patent License." restates the question's words without answering it; a passage that
                 # starts mid-sentence (a chunk boundary) gives a fragment.
                 factor *= 0.3
+            if any(_NAVIGATION.search(spans[i]) for i in range(first, last + 1)):
+                factor *= 0.5  # "let's see what happens when ..." answers nothing
             if len(_MARKUP.findall(text)) >= 3 or len(text) > 1200:
                 factor *= 0.5  # a table row, an HTML tag or a whole section is not one statement
-            bonus = 0.0 if first == last else -0.05  # a pair must earn its second sentence
+            bonus = 0.0 if first == last else -PAIR_COST  # a pair must earn its second sentence
             if wants_number:
                 bonus += 0.1 if _NUMBER.search(_LEADING_ENUMERATOR.sub("", text)) else -0.05
             if wants_code and _CODE.search(text):
@@ -221,13 +264,21 @@ _FILLER = frozenset(tokenize(
 _LATIN_WORD = re.compile(r"^[a-z][a-z0-9_.-]*$")
 
 
+_KATAKANA_WORD = re.compile(r"[\u30a1-\u30fa\u30fc]{2,}")
+
+
 def unknown_words(query: Query, stats: CorpusStats | None) -> list[str]:
-    """The question's words no indexed passage contains (Latin-script words that carry meaning: the default
-    tokenizer cuts Japanese into pieces whose absence says little)."""
+    """The question's words no indexed passage contains: Latin-script words that carry meaning, and katakana words
+    ("キャパシティ", "ナイトリー") one of whose bigrams no passage has. Kanji and kana text has no word boundaries
+    without a dictionary, and its bigrams cross them, so their absence says little."""
     if stats is None or not stats.n_docs:
         return []
-    return [t for t in dict.fromkeys(query.tokens)
-            if _LATIN_WORD.match(t) and t not in _FILLER and not stats.df.get(term_id(t), 0)]
+    out = [t for t in dict.fromkeys(query.tokens)
+           if _LATIN_WORD.match(t) and t not in _FILLER and not stats.df.get(term_id(t), 0)]
+    for word in dict.fromkeys(_KATAKANA_WORD.findall(normalize(query.text))):
+        if any(not stats.df.get(term_id(word[i : i + 2]), 0) for i in range(len(word) - 1)):
+            out.append(word)
+    return out
 
 
 def pick_sentences(
@@ -236,34 +287,28 @@ def pick_sentences(
     stats: CorpusStats | None = None,
     *,
     similarity: Similarity | None = None,
-    min_score: float = 0.0,
-    unknown_word_min_score: float = UNKNOWN_WORD_MIN_SCORE,
+    min_score: Threshold = 0.0,
+    unknown_word_min_score: Threshold = UNKNOWN_WORD_MIN_SCORE,
     max_sentences: int = 2,
     max_passages: int = 5,
 ) -> list[Picked]:
     """Up to `max_sentences` sentences that answer the question, or none when the best scores below `min_score`
-    (the documents do not answer: near misses share the topic, not the fact). Later picks must add question
-    terms the earlier ones lack and score close to the best, so the answer does not wander."""
+    (the documents do not answer: near misses share the topic, not the fact). Later picks must score close to
+    the best, so the answer does not wander."""
     query, usable, candidates = rank_sentences(question, passages, stats, similarity=similarity,
                                                max_passages=max_passages)
-    if not candidates or candidates[0].score < min_score:
+    floor = _for(min_score, query.lang)
+    if not candidates or candidates[0].score < floor:
         return []
-    if min_score > 0 and candidates[0].score < unknown_word_min_score and unknown_words(query, stats):
+    if floor > 0 and candidates[0].score < _for(unknown_word_min_score, query.lang) and unknown_words(query, stats):
         return []
-    q = set(query.term_ids)
-    total = len(q) or 1
     best = candidates[0]
     picked = [best]
-    covered = set(best.terms)
     for c in candidates[1:]:
-        if len(picked) >= max_sentences:
+        if len(picked) >= max_sentences or c.score < RUNNER_UP_RATIO * best.score:
             break
-        if any(c.rank == o.rank and c.pos <= o.last and o.pos <= c.last for o in picked):
-            continue  # overlaps a sentence already in the answer
-        gain = len(c.terms - covered) / total
-        if gain >= 0.15 and c.score >= 0.9 * best.score:
-            picked.append(c)
-            covered |= c.terms
+        if not any(c.rank == o.rank and c.pos <= o.last and o.pos <= c.last for o in picked):
+            picked.append(c)  # a runner-up that does not overlap the sentences already in the answer
     # Read in document order: by passage rank, then position within the passage.
     picked.sort(key=lambda c: (c.rank, c.pos))
     return [Picked(usable[c.rank].source_id, c.text, c.score) for c in picked]
@@ -290,7 +335,7 @@ class Answering:
 
     similarity: Similarity | None = None
     stats: Callable[[], CorpusStats | None] | None = None
-    min_score: float = 0.0
+    min_score: float | None = 0.0  # None: the thresholds tuned per language for the bundled model
 
     def pick(self, question: str | Query, passages: list[Passage]) -> list[Picked]:
         stats = None
@@ -299,4 +344,5 @@ class Answering:
                 stats = self.stats()
             except Exception:  # IDF weights refine the choice; without them every term weighs the same
                 stats = None
-        return pick_sentences(question, passages, stats, similarity=self.similarity, min_score=self.min_score)
+        return pick_sentences(question, passages, stats, similarity=self.similarity,
+                              min_score=ANSWER_MIN_SCORE if self.min_score is None else self.min_score)

@@ -232,7 +232,8 @@ def _post(raw: str, cfg: ParserConfig) -> dict[str, Any]:
     grounded = cf.clean(cf.inner(verdict, "grounded")).lower()
     useful = cf.clean(cf.inner(verdict, "useful")).lower()
     final = cf.inner(raw, "final_response", allow_unclosed=True)
-    final_text = cf.clean(final) if final is not None else ""
+    # Parsed as written: unescaping first would turn a quoted "Vec&lt;i32&gt;" into a tag the parser drops.
+    final_text = (final or "").strip()
     parts = cf.answer(final_text) if final_text else None
     if parts:
         parts = _verified_only(parts, cfg)
@@ -241,6 +242,7 @@ def _post(raw: str, cfg: ParserConfig) -> dict[str, Any]:
         gen = _parts(parts, cfg)
         final_text = " ".join(p["text"] for p in gen)
     else:
+        final_text = cf.clean(final_text)
         gen = [{"text": _mask(final_text, cfg)[0], "references": []}] if final_text else []
         final_text = gen[0]["text"] if gen else ""
     if grounded.startswith("no") or not final_text or (not grounded and not useful):

@@ -261,8 +261,10 @@ def bench_handler(
 
 @app.command("bench-answers")
 def bench_answers(
-    dataset: Annotated[Path, typer.Argument(help="folder with docs/ and questions-*.jsonl (datasets/answers)")],
+    dataset: Annotated[Path, typer.Argument(help="folder with docs/ and questions-*.jsonl (datasets/answers), or "
+                                                 "a JaQuAD folder (answers.jsonl, corpus.jsonl)")],
     split: Annotated[str, typer.Option("--split", help="dev, test or all")] = "test",
+    questions: Annotated[int, typer.Option("--questions", min=1, max=2048, help="JaQuAD: how many questions")] = 400,
     agent: Annotated[str, typer.Option("--agent", help="local (citerag ask's default) or none (search + "
                                                         "extractive answer)")] = "local",
     show_failures: Annotated[bool, typer.Option("--failures", help="list every wrong answer")] = False,
@@ -273,13 +275,14 @@ def bench_answers(
     import tempfile
 
     from citerag.bench import answers as ab
+    from citerag.bench import answers_jaquad
 
     with errors(as_json):
         if split not in ("dev", "test", "all"):
             raise CiteragError(f"--split {split!r}: choose dev, test or all")
         if agent not in ab.ASKERS:
             raise CiteragError(f"--agent {agent!r}: choose {' or '.join(ab.ASKERS)}")
-        ds = ab.load(dataset)
+        ds = answers_jaquad.load(dataset, questions) if answers_jaquad.is_jaquad(dataset) else ab.load(dataset)
         splits = ("dev", "test") if split == "all" else (split,)
         with tempfile.TemporaryDirectory(prefix="citerag-bench-answers-") as tmp, progress() as bar:
             comps = components(Path(tmp) / "index.sqlite")

@@ -228,6 +228,8 @@ def _load_markdown(data: bytes, name: str, max_pages: int) -> tuple[str | None, 
             continue
         if not in_fence and line.lstrip().startswith("<"):
             line = _HTML_TAG.sub("", line)  # <span class="filename">Filename: x</span> shows as its text
+        elif not in_fence and "<" in line:
+            line = _inline_html(line)
         quoted = _MD_QUOTE.sub("", line) if not in_fence else line
         prose = not in_fence and _is_prose(quoted)
         # A list item starts a new line, except a number other than 1 (CommonMark: "between 0 and\n255. If" is
@@ -238,9 +240,10 @@ def _load_markdown(data: bytes, name: str, max_pages: int) -> tuple[str | None, 
             prev = buf[-1].rstrip()
             new = quoted.strip()
             joiner = "" if prev and new and (_is_cjk(prev[-1]) or _is_cjk(new[0])) else " "
-            buf[-1] = _strip_md_inline(prev + joiner + new)  # again: a link may span the joined lines
+            # Again: a link or an inline tag may span the joined lines.
+            buf[-1] = _strip_md_inline(_inline_html(prev + joiner + new))
         else:
-            buf.append(_strip_md_inline(quoted))
+            buf.append(quoted if in_fence else _strip_md_inline(quoted))  # code is shown as written
         prose_open = prose
     flush()
     return title, sections
@@ -259,6 +262,22 @@ def _strip_html_comments(text: str) -> str:
 
 
 _HTML_TAG = re.compile(r"</?[A-Za-z][^>]{0,500}>")
+# Inline HTML a renderer shows as text; only these names, so that `Vec<T>` and `Option<&T>` in prose stay.
+_INLINE_TAG = re.compile(r"</?(?:span|em|strong|b|i|u|code|kbd|small|a|br|abbr|mark|s|del|ins)(?:\s[^>]{0,300})?/?>",
+                         re.I)
+_SUP_SUB = re.compile(r"<(sup|sub)>([^<]{1,40})</\1>", re.I)
+
+
+def _inline_html(line: str) -> str:
+    """"2<sup>7</sup> - 1" reads as 2^7 - 1 and "-(2<sup>n - 1</sup>)" as -(2^(n - 1)): stripping the tags alone
+    would turn the power into "27"."""
+    def power(m: re.Match[str]) -> str:
+        mark = "^" if m.group(1).lower() == "sup" else "_"
+        inner = m.group(2)
+        return f"{mark}{inner}" if re.fullmatch(r"[\w.]+", inner) else f"{mark}({inner})"
+
+    return _INLINE_TAG.sub("", _SUP_SUB.sub(power, line))
+
 _MD_QUOTE = re.compile(r"^\s{0,3}(?:>\s?)+")
 _MD_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s")
 
@@ -274,8 +293,16 @@ def _strip_md_inline(s: str) -> str:
     s = re.sub(r"!\[([^\]]*)\]\([^)]*\)", r"\1", s)
     s = re.sub(r"\[([^\]]+)\]\([^)]*\)", r"\1", s)
     s = re.sub(r"\[([^\]]+)\]\[[^\]]*\]", r"\1", s)  # reference-style link: [text][label]
+    # Emphasis outside code spans ("_two's complement wrapping_", "ここで*n*は"); "_" never inside a word
+    # (snake_case), as in CommonMark.
+    parts = re.split(r"(`[^`]*`)", s)
+    s = "".join(p if i % 2 else _MD_EMPHASIS.sub(lambda m: m.group(2) or m.group(4), p) for i, p in enumerate(parts))
     s = re.sub(r"(\*\*|__|`)", "", s)
     return s
+
+
+_MD_EMPHASIS = re.compile(r"(?<![\w\\])(_)(?=\S)([^_\n]{1,300}?)(?<=\S)_(?!\w)"
+                          r"|(?<![*\\])(\*)(?=[^\s*])([^*\n]{1,300}?)(?<=[^\s*])\*(?!\*)")
 
 
 # --- HTML ----------------------------------------------------------------------------------------------------

@@ -12,8 +12,9 @@ CJK_RE = re.compile(f"[{_CJK}]")
 _JA_KANA_RE = re.compile(r"[\u3040-\u30ff]")
 
 # A sentence ends after Japanese or Latin terminal punctuation (plus closing quotes/brackets),
-# or at a newline. Latin '.' only counts when followed by whitespace, so "3.5" and "e.g.x" stay whole.
-_SENT_END_RE = re.compile(r"[。！？!?]+[」』）)\"']*|\.(?=\s)[\"')\]]*|\n+")
+# or at a newline. Latin '.', '!' and '?' only count when followed by whitespace: "3.5", "e.g.x", the "?" operator
+# in "?演算子は" and the macro in "panic!” section" stay whole.
+_SENT_END_RE = re.compile(r"[。！？]+[」』）)”’\"']*|[.!?]+[\"')\]”’]*(?=\s|$)|\n+")
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,10 +20,16 @@ def answer_from_events(events: Iterable[dict[str, Any]]) -> Answer:
     traces: list[dict[str, Any]] = []
     sources: dict[str, Passage] = {}
     answer_raw = ""
+    shown: list[tuple[int, str]] = []  # (offset in the answer, text) of each part the chunks attribute
     for ev in events:
         if "chunk" in ev:
+            offset = sum(len(t) for t in text_parts)
             data = ev["chunk"].get("bytes", b"")
             text_parts.append(data.decode("utf-8") if isinstance(data, bytes) else str(data))
+            for c in (ev["chunk"].get("attribution") or {}).get("citations") or []:
+                part = (c.get("generatedResponsePart") or {}).get("textResponsePart") or {}
+                if isinstance(part.get("text"), str) and isinstance((part.get("span") or {}).get("start"), int):
+                    shown.append((offset + part["span"]["start"], part["text"]))
         elif "trace" in ev:
             traces.append(ev["trace"])
             orch = ev["trace"].get("trace", {}).get("orchestrationTrace", {})
@@ -44,10 +50,17 @@ def answer_from_events(events: Iterable[dict[str, Any]]) -> Answer:
     for part in parts:
         if not part.sources:
             continue
-        start = text.find(part.text, cursor)
+        claim = part.text
+        start = text.find(claim, cursor)
         if start < 0:
-            continue  # post-processing replaced this part (e.g. an ungrounded answer became the fallback)
-        end = start + len(part.text)
+            # Masking changed the part ("write to [EMAIL]"): the attributed span that is this part with personal
+            # data replaced is what the user sees, and it keeps the part's sources.
+            at = next(((o, t) for o, t in shown
+                       if o >= cursor and text[o : o + len(t)] == t and _masked_form(t, claim)), None)
+            if at is None:
+                continue  # post-processing replaced this part (e.g. an ungrounded answer became the fallback)
+            start, claim = at
+        end = start + len(claim)
         cursor = end
         srcs = []
         for sid in part.sources:
@@ -56,11 +69,11 @@ def answer_from_events(events: Iterable[dict[str, Any]]) -> Answer:
             r = sources.get(sid)
             if r is None:
                 continue
-            src = cited.get(sid) or r.model_copy(update={"excerpt": _excerpt(part.text, r.text)})
+            src = cited.get(sid) or r.model_copy(update={"excerpt": _excerpt(claim, r.text)})
             cited[sid] = src
             srcs.append(src)
         if srcs:
-            citations.append(Citation(text=part.text, start=start, end=end, sources=srcs))
+            citations.append(Citation(text=claim, start=start, end=end, sources=srcs))
     return Answer(text=text, citations=citations, sources=list(cited.values()), answered=bool(citations),
                   trace=traces)
 
@@ -68,9 +81,16 @@ def answer_from_events(events: Iterable[dict[str, Any]]) -> Answer:
 _MASKED = re.compile(r"\[[A-Z][A-Z0-9_]{1,30}\]")  # what the PII masker puts in place of a value
 
 
+def _masked_form(shown: str, claim: str) -> bool:
+    """Is `shown` the claim with some values masked? Each [LABEL] stands for a short run of text."""
+    pieces = _MASKED.split(shown)
+    return len(pieces) > 1 and re.fullmatch(".{1,80}?".join(re.escape(p) for p in pieces), claim, re.S) is not None
+
+
 def _excerpt(claim: str, passage: str, limit: int = 300) -> str:
     """The passage text the claim came from: found verbatim, or across the line breaks a text file keeps and the
-    values masking replaced ([EMAIL]); the passage start only when the claim is not in it (a model's paraphrase)."""
+    values masking replaced ([EMAIL], kept masked); the passage start only when the claim is not in it (a model's
+    paraphrase)."""
     i = passage.find(claim)
     if i >= 0:
         return passage[i : i + max(len(claim), 1)][:limit]
@@ -78,5 +98,6 @@ def _excerpt(claim: str, passage: str, limit: int = 300) -> str:
     if any(pieces):
         m = re.search(r"[^\n]{1,80}".join(pieces), passage)  # a masked value is on one line
         if m:
-            return " ".join(m.group(0).split())[:limit]
+            # The sentence as the answer shows it: what masking hid in the answer stays hidden under its source.
+            return " ".join(claim.split())[:limit]
     return " ".join(passage.split())[:limit]
