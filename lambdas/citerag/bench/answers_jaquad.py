@@ -36,24 +36,25 @@ def load(root: Path, n: int) -> AnswerSet:
     ds = load_dataset(root, qrels if qrels.is_file() else None)
     answers = load_answers(root)
     ds = without_answer_documents(ds, answers, root / "qrels.tsv")
-    by_id = {d["_id"]: d for d in ds.corpus}
+    squashed = {d["_id"]: squash(doc_text(d)) for d in ds.corpus}
     indexed = [d for d in ds.corpus if not held_out(d["_id"])]
     name = ds.name
-    texts = {f"{name}:{d['_id']}": squash(doc_text(d)) for d in indexed}
+    texts = {f"{name}:{d['_id']}": squashed[d["_id"]] for d in indexed}
     questions: list[Question] = []
     for qid, row in answers.items():
         if len(questions) >= n:
             break
-        ctx = by_id.get(str(row["context_doc"]))
+        ctx = str(row["context_doc"])
         gold = [a for a in row["answers"] if a.strip()][:10]
+        facts = [squash(a) for a in gold]
         text = ds.queries.get(qid, "")
-        if ctx is None or not gold or not text or not qid.isdigit() or len(qid) > 5:
+        if ctx not in squashed or not gold or not text or not qid.isdigit() or len(qid) > 5:
             continue
-        if not any(squash(a) in squash(doc_text(ctx)) for a in gold):
+        if not any(f in squashed[ctx] for f in facts):
             continue  # a gold answer not in its own paragraph cannot be checked against a citation
-        where = [k for k, t in texts.items() if any(squash(a) in t for a in gold)]
-        source = f"{name}:{ctx['_id']}"
-        if held_out(ctx["_id"]):
+        where = [k for k, t in texts.items() if any(f in t for f in facts)]
+        source = f"{name}:{ctx}"
+        if held_out(ctx):
             if where:
                 continue  # another paragraph has the answer's words: neither surely answerable nor a near miss
             questions.append(Question(id=f"jq-{qid}", lang="ja", question=text[:1000], answerable=False,

@@ -288,7 +288,7 @@ def pick_sentences(
     *,
     similarity: Similarity | None = None,
     min_score: Threshold = 0.0,
-    unknown_word_min_score: Threshold = UNKNOWN_WORD_MIN_SCORE,
+    unknown_word_min_score: float = UNKNOWN_WORD_MIN_SCORE,
     max_sentences: int = 2,
     max_passages: int = 5,
 ) -> list[Picked]:
@@ -300,7 +300,7 @@ def pick_sentences(
     floor = _for(min_score, query.lang)
     if not candidates or candidates[0].score < floor:
         return []
-    if floor > 0 and candidates[0].score < _for(unknown_word_min_score, query.lang) and unknown_words(query, stats):
+    if floor > 0 and candidates[0].score < unknown_word_min_score and unknown_words(query, stats):
         return []
     best = candidates[0]
     picked = [best]

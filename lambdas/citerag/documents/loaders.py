@@ -228,8 +228,6 @@ def _load_markdown(data: bytes, name: str, max_pages: int) -> tuple[str | None, 
             continue
         if not in_fence and line.lstrip().startswith("<"):
             line = _HTML_TAG.sub("", line)  # <span class="filename">Filename: x</span> shows as its text
-        elif not in_fence and "<" in line:
-            line = _inline_html(line)
         quoted = _MD_QUOTE.sub("", line) if not in_fence else line
         prose = not in_fence and _is_prose(quoted)
         # A list item starts a new line, except a number other than 1 (CommonMark: "between 0 and\n255. If" is
@@ -243,7 +241,7 @@ def _load_markdown(data: bytes, name: str, max_pages: int) -> tuple[str | None, 
             # Again: a link or an inline tag may span the joined lines.
             buf[-1] = _strip_md_inline(_inline_html(prev + joiner + new))
         else:
-            buf.append(quoted if in_fence else _strip_md_inline(quoted))  # code is shown as written
+            buf.append(quoted if in_fence else _strip_md_inline(_inline_html(quoted)))  # code is shown as written
         prose_open = prose
     flush()
     return title, sections

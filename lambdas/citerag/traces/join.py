@@ -21,15 +21,16 @@ def answer_from_events(events: Iterable[dict[str, Any]]) -> Answer:
     sources: dict[str, Passage] = {}
     answer_raw = ""
     shown: list[tuple[int, str]] = []  # (offset in the answer, text) of each part the chunks attribute
+    offset = 0
     for ev in events:
         if "chunk" in ev:
-            offset = sum(len(t) for t in text_parts)
             data = ev["chunk"].get("bytes", b"")
             text_parts.append(data.decode("utf-8") if isinstance(data, bytes) else str(data))
             for c in (ev["chunk"].get("attribution") or {}).get("citations") or []:
                 part = (c.get("generatedResponsePart") or {}).get("textResponsePart") or {}
                 if isinstance(part.get("text"), str) and isinstance((part.get("span") or {}).get("start"), int):
                     shown.append((offset + part["span"]["start"], part["text"]))
+            offset += len(text_parts[-1])
         elif "trace" in ev:
             traces.append(ev["trace"])
             orch = ev["trace"].get("trace", {}).get("orchestrationTrace", {})
