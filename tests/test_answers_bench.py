@@ -12,7 +12,13 @@ from typer.testing import CliRunner
 
 from citerag.bench import answers as ab
 from citerag.citations.answer import Answer, Citation
-from citerag.citations.extractive import _statements, pick_sentences
+from citerag.citations.extractive import (
+    ANSWER_MIN_SCORE,
+    UNKNOWN_WORD_MIN_SCORE,
+    _statements,
+    pick_sentences,
+    rank_sentences,
+)
 from citerag.cli import app
 from citerag.errors import CiteragError
 from citerag.search.passage import Passage
@@ -257,3 +263,31 @@ def test_a_sentence_with_masked_personal_data_keeps_its_citation_and_stays_maske
     assert sentence["sources"] and data["answer"][sentence["start"]:sentence["end"]] == sentence["text"]
     assert data["citations"][0]["uri"].endswith("support.md") and "[EMAIL]" in data["citations"][0]["excerpt"]
 
+
+def test_the_sentence_that_restates_the_question_takes_its_neighbour_that_names_the_answer():
+    # The first sentence matches the question best but only restates it; the next one names the area asked for.
+    text = ("明治政府は区域を東は生田川、西は宇治川と限定した上で、外国人が居留地外に居住することを認めた。"
+            "この区域を雑居地といい、居留地返還まで存続した。")
+    question = "外国人が居留地以外に居住することが認められた区域を何というか？"
+    picked = pick_sentences(question, [Passage(source_id="S1", text=text, lang="ja")], max_sentences=1)
+    assert "雑居地" in picked[0].sentence and picked[0].sentence.startswith("明治政府")
+
+
+def test_a_latin_word_no_document_holds_makes_a_japanese_answer_need_a_higher_score():
+    # "FreeBSD" is in no document: the install sentence scores above the Japanese threshold (0.9) but not high
+    # enough to answer a question about a system the documents never name; "Linux", which they name, is answered.
+    text = ("Rustをインストールするには、rustupというツールを使います。"
+            "LinuxかmacOSなら、端末で以下のコマンドを入力してRustをインストールします。")
+    stats = CorpusStats()
+    stats.add(Counter(term_id(t) for t in tokenize(text)))
+    passages = [Passage(source_id="S1", text=text, lang="ja")]
+
+    def similarity(question: str, sentences: list[str]) -> list[float]:
+        return [0.9] * len(sentences)
+
+    freebsd = "FreeBSDにRustをインストールするにはどうすればいいですか？"
+    _, _, ranked = rank_sentences(freebsd, passages, stats, similarity=similarity)
+    assert ANSWER_MIN_SCORE["ja"] < ranked[0].score < UNKNOWN_WORD_MIN_SCORE["ja"]
+    assert pick_sentences(freebsd, passages, stats, similarity=similarity, min_score=ANSWER_MIN_SCORE) == []
+    linux = "LinuxにRustをインストールするにはどうすればいいですか？"
+    assert pick_sentences(linux, passages, stats, similarity=similarity, min_score=ANSWER_MIN_SCORE)

@@ -30,9 +30,12 @@ NOT_FOUND = {
 # "Answers you can trust"): no sentence scores ANSWER_MIN_SCORE, or the question names a word no indexed passage
 # contains ("FreeBSD", "f16", "キャパシティ": near misses ask for what the documents lack) and the best sentence is
 # below UNKNOWN_WORD_MIN_SCORE. Japanese scores run higher (a passage on the topic holds most of the question's
-# content bigrams even when it lacks the fact), so its threshold does too.
+# content bigrams even when it lacks the fact), so its thresholds do too. A Latin-script word in a Japanese question
+# is a name or an identifier ("FreeBSD", "Box<dyn Error>"): its absence weighs more than a katakana word's, whose
+# transliteration varies between a question and a document ("マシン", "マシーン").
 ANSWER_MIN_SCORE = {"en": 0.5, "ja": 0.9}
-UNKNOWN_WORD_MIN_SCORE = 0.9
+UNKNOWN_WORD_MIN_SCORE = {"en": 0.9, "ja": 1.25}
+UNKNOWN_KANA_WORD_MIN_SCORE = 0.9
 Threshold = float | Mapping[str, float]
 
 
@@ -144,6 +147,12 @@ PAIR_COST = 0.02  # a sentence and its neighbour, against either alone
 # A runner-up within this share of the best score joins the answer: when the best sentence restates the question,
 # the fact is often in the next best ("公開は2017年7月" vs "2017年7月29日に公開された").
 RUNNER_UP_RATIO = 0.8
+# When the best sentence's pair with a neighbour scores nearly as well, the pair is the answer: the sentence that
+# matches the question restates it, and the neighbour names what it asks for ("…居住することを認めた。この区域を
+# 雑居地といい…"). Not when the best sentence already holds the asked type (a number for "how often"), nor for a
+# neighbour that shares no term with the question. JaQuAD dev: 79.5% -> 82.1% facts with the right citation.
+EXTEND_RATIO = 0.9
+EXTEND_LOOK = 10  # how far down the ranking such a pair is looked for
 
 
 def answer_score(lexical: float, similarity: float | None, rank: int, factor: float, bonus: float, *,
@@ -281,6 +290,20 @@ def unknown_words(query: Query, stats: CorpusStats | None) -> list[str]:
     return out
 
 
+def _widened(candidates: list[Candidate]) -> Candidate:
+    """The best candidate, or its pair with a neighbour when that scores within EXTEND_RATIO of it."""
+    best = candidates[0]
+    if best.pos != best.last or best.bonus > 0:
+        return best
+    related = {(c.rank, c.pos) for c in candidates if c.pos == c.last and c.lexical > 0}
+    for c in candidates[1:EXTEND_LOOK]:
+        neighbour = c.last if c.pos == best.pos else c.pos
+        if c.rank == best.rank and c.pos <= best.pos <= c.last and c.last > c.pos \
+                and c.score >= EXTEND_RATIO * best.score and (c.rank, neighbour) in related:
+            return c
+    return best
+
+
 def pick_sentences(
     question: str | Query,
     passages: list[Passage],
@@ -288,7 +311,7 @@ def pick_sentences(
     *,
     similarity: Similarity | None = None,
     min_score: Threshold = 0.0,
-    unknown_word_min_score: float = UNKNOWN_WORD_MIN_SCORE,
+    unknown_word_min_score: Threshold | None = None,
     max_sentences: int = 2,
     max_passages: int = 5,
 ) -> list[Picked]:
@@ -300,9 +323,12 @@ def pick_sentences(
     floor = _for(min_score, query.lang)
     if not candidates or candidates[0].score < floor:
         return []
-    if floor > 0 and candidates[0].score < unknown_word_min_score and unknown_words(query, stats):
+    unknown = unknown_words(query, stats) if floor > 0 else []
+    latin = _for(UNKNOWN_WORD_MIN_SCORE if unknown_word_min_score is None else unknown_word_min_score, query.lang)
+    unknown_floor = max((latin if w.isascii() else UNKNOWN_KANA_WORD_MIN_SCORE for w in unknown), default=0.0)
+    if candidates[0].score < unknown_floor:
         return []
-    best = candidates[0]
+    best = _widened(candidates)
     picked = [best]
     for c in candidates[1:]:
         if len(picked) >= max_sentences or c.score < RUNNER_UP_RATIO * best.score:
