@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field, ValidationError, model_validator
 from citerag.bench.metrics import percentile
 from citerag.bench.retrieval import Dataset, build_index
 from citerag.citations.answer import Answer
+from citerag.citations.pii import MASK_LABEL
 from citerag.documents.loaders import load_path
 from citerag.documents.text import normalize
 from citerag.errors import CiteragError
@@ -101,9 +102,6 @@ def load(root: Path) -> AnswerSet:
 
 # --- checking what an answer says against the documents -------------------------------------------------------
 
-_MASK = re.compile(r"\[[A-Z][A-Z0-9_]{1,30}\]")  # the PII masker's labels: [EMAIL], [PHONE], ...
-
-
 def squash(text: str) -> str:
     """Comparable form: NFKC, lower case, no whitespace (PDF and Markdown line breaks fall anywhere)."""
     return re.sub(r"\s+", "", normalize(text))
@@ -131,7 +129,7 @@ class DocTexts:
 
 def holds(location: str, claim: str) -> bool:
     """Is the claim's text in the location? Masked values ([EMAIL]) stand for any short text."""
-    pieces = [re.escape(squash(p)) for p in _MASK.split(claim)]
+    pieces = [re.escape(squash(p)) for p in MASK_LABEL.split(claim)]
     if not any(pieces):
         return False
     return re.search(".{1,80}?".join(pieces), location, re.S) is not None

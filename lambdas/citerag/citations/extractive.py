@@ -91,7 +91,6 @@ class Candidate:
     pos: int
     last: int
     text: str
-    terms: frozenset[int]
     lexical: float
     similarity: float
     factor: float
@@ -211,14 +210,14 @@ def rank_sentences(
     total = sum(q_weight.values()) or 1.0
     wants_number = bool(_WANTS_NUMBER.search(query.text))
     wants_code = bool(_WANTS_CODE.search(query.text))
-    raw: list[tuple[int, int, int, str, frozenset[int], float, float, float]] = []
+    raw: list[tuple[int, int, int, str, float, float, float]] = []
     joiner = "" if query.lang == "ja" else " "
     numbers = set(_QUESTION_NUMBER.findall(normalize(query.text).replace(",", "")))
     for rank, p in enumerate(usable):
         spans = _statements(p.text)
         # A number the question names ("in 1953", "Rust 1.0") that the passage lacks: the passage is about
         # something else (near misses often differ from what the documents hold only there).
-        place = normalize(f"{p.title} {p.text}").replace(",", "")
+        place = normalize(f"{p.title} {p.text}").replace(",", "") if numbers else ""
         off_topic = MISSING_NUMBER_FACTOR if any(n not in place for n in numbers) else 1.0
         units: list[tuple[int, int, str]] = []  # (first statement, last statement, text)
         for pos, text in enumerate(spans):
@@ -232,8 +231,7 @@ def rank_sentences(
             if len(text) < 8 or text.endswith(("?", "？")):
                 # Too short to be a statement, or a question (FAQ headings restate the user's question).
                 continue
-            terms = frozenset({term_id(t) for t in tokenize(text)} & q)
-            lexical = sum(q_weight[t] for t in terms) / total
+            lexical = sum(q_weight[t] for t in {term_id(t) for t in tokenize(text)} & q) / total
             factor = off_topic
             if not text.endswith((*_TERMINAL, ";", "; and", "; or")) and not _CODE.search(text[-40:]):
                 factor *= 0.6  # headings and fragments read badly as answers
@@ -250,14 +248,14 @@ def rank_sentences(
                 bonus += 0.1 if _NUMBER.search(_LEADING_ENUMERATOR.sub("", text)) else -0.05
             if wants_code and _CODE.search(text):
                 bonus += 0.1
-            raw.append((rank, first, last, text, terms, lexical, factor, bonus))
+            raw.append((rank, first, last, text, lexical, factor, bonus))
     if not raw:
         return query, usable, []
     sims: list[float | None] = list(similarity(query.text, [r[3] for r in raw])) if similarity else [None] * len(raw)
     candidates = []
-    for (rank, pos, last, text, terms, lexical, factor, bonus), sim in zip(raw, sims, strict=True):
+    for (rank, pos, last, text, lexical, factor, bonus), sim in zip(raw, sims, strict=True):
         score = round(answer_score(lexical, sim, rank, factor, bonus), 4)
-        candidates.append(Candidate(rank, pos, last, text, terms, round(lexical, 4), round(sim or 0.0, 4), factor,
+        candidates.append(Candidate(rank, pos, last, text, round(lexical, 4), round(sim or 0.0, 4), factor,
                                     bonus, score))
     candidates.sort(key=lambda c: (-c.score, c.rank, c.pos))
     return query, usable, candidates

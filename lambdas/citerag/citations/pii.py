@@ -59,6 +59,8 @@ RULES: dict[str, Rule] = {
         r"|(?<![\d\-])\+\d{1,3}[ \-]?\(?\d{1,4}\)?(?:[ \-]?\d{2,4}){2,3}(?![\d\-])"), "[PHONE]", _phone),
 }
 DEFAULT_RULES = ("email", "card", "my_number", "phone")
+# What `mask` puts in place of a value ([EMAIL], [MY_NUMBER]): where a masked text is compared with its source.
+MASK_LABEL = re.compile(r"\[[A-Z][A-Z0-9_]{1,30}\]")
 
 
 class PiiMasker:

@@ -12,6 +12,7 @@ from citerag.citations import claude_format as cf
 from citerag.citations import messages_format as mf
 from citerag.citations.answer import Answer, Citation
 from citerag.citations.payload import results_of
+from citerag.citations.pii import MASK_LABEL
 from citerag.search.passage import Passage
 
 
@@ -79,12 +80,9 @@ def answer_from_events(events: Iterable[dict[str, Any]]) -> Answer:
                   trace=traces)
 
 
-_MASKED = re.compile(r"\[[A-Z][A-Z0-9_]{1,30}\]")  # what the PII masker puts in place of a value
-
-
 def _masked_form(shown: str, claim: str) -> bool:
     """Is `shown` the claim with some values masked? Each [LABEL] stands for a short run of text."""
-    pieces = _MASKED.split(shown)
+    pieces = MASK_LABEL.split(shown)
     return len(pieces) > 1 and re.fullmatch(".{1,80}?".join(re.escape(p) for p in pieces), claim, re.S) is not None
 
 
@@ -95,7 +93,7 @@ def _excerpt(claim: str, passage: str, limit: int = 300) -> str:
     i = passage.find(claim)
     if i >= 0:
         return passage[i : i + max(len(claim), 1)][:limit]
-    pieces = [r"\s*".join(re.escape(w) for w in part.split()) for part in _MASKED.split(claim)]
+    pieces = [r"\s*".join(re.escape(w) for w in part.split()) for part in MASK_LABEL.split(claim)]
     if any(pieces):
         m = re.search(r"[^\n]{1,80}".join(pieces), passage)  # a masked value is on one line
         if m:
