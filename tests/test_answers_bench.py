@@ -121,8 +121,26 @@ def test_a_japanese_question_naming_a_katakana_word_no_document_holds_is_not_ans
     stats = CorpusStats()
     stats.add(Counter(term_id(t) for t in tokenize(text)))
     passages = [Passage(source_id="S1", text=text, lang="ja")]
-    assert pick_sentences("ベクタのキャパシティはいくつですか？", passages, stats, min_score=0.3) == []
-    assert pick_sentences("ベクタに要素を追加するメソッドは何ですか？", passages, stats, min_score=0.3)
+    # Both questions' best sentences pass the threshold; only the one naming a word no passage has is refused.
+    unknown = "ベクタのキャパシティを確保するメソッドは何ですか？"
+    assert rank_sentences(unknown, passages, stats)[2][0].score > 0.1
+    assert pick_sentences(unknown, passages, stats, min_score=0.1) == []
+    assert pick_sentences("ベクタに要素を追加するメソッドは何ですか？", passages, stats, min_score=0.1)
+
+
+def test_a_question_that_asks_for_a_number_is_not_answered_by_sentences_that_state_none():
+    # The near misses "Which version of Visual Studio…" and "Rustの安定版は何週間ごとに…": the documents discuss
+    # the topic in the question's own words but never give the number it asks for.
+    en = Passage(source_id="S1", text="At some point in the installation, you will be prompted to install Visual "
+                                      "Studio. It provides a linker and the native libraries needed to compile.")
+    ja = Passage(source_id="S2", text="Rustの安定版はrustupでインストールします。新しい安定版がリリースされたら、"
+                                      "rustup updateで更新できます。", lang="ja")
+    assert pick_sentences("Which version of Visual Studio does the installer need?", [en], min_score=0.3) == []
+    assert pick_sentences("Rustの新しい安定版は何週間ごとにリリースされますか？", [ja], min_score=0.3) == []
+    # Without abstention (min_score 0) the best sentence is still given; a question asking for no number is answered.
+    assert pick_sentences("Which version of Visual Studio does the installer need?", [en], min_score=0.0)
+    assert pick_sentences("What does the installer prompt you to install?", [en], min_score=0.3)
+    assert pick_sentences("Rustの新しい安定版はどうやって更新しますか？", [ja], min_score=0.3)
 
 
 def test_a_passage_without_the_year_the_question_names_does_not_answer_it():

@@ -69,11 +69,22 @@ Similarity = Callable[[str, list[str]], list[float]]
 
 # Question types and the evidence an answer to them carries (a number for "how many", a command for "how do I").
 _WANTS_NUMBER = re.compile(
-    r"\bhow (many|much|long|big|large|old|often)\b|\bwhat (range|size|year|percentage|share|version)\b"
-    r"|\bwithin how\b|^when\b|いくつ|何(個|年|日|ビット|バイト|文字|回|桁|パーセント|%)|どのくらい|どれくらい"
-    r"|範囲|サイズ|大きさ|何日", re.I)
+    r"\bhow (many|much|long|big|large|old|often)\b|\b(what|which) (range|size|year|percentage|share|version)\b"
+    r"|\b(maximum|minimum) (number|size|length|value)\b|\bwithin how\b|^when\b|いくつ|どのくらい|どれくらい"
+    r"|何(個|年|日|週|時間|分|秒|か月|ヶ月|カ月|月|人|歳|倍|度|回|件|台|種類|番目|割|桁|ビット|バイト|文字|パーセント|%)"
+    r"|範囲|サイズ|大きさ", re.I)
 _NUMBER = re.compile(r"\d|\b(one|two|three|four|five|six|seven|eight|nine|ten|twelve|hundred|fifty|thirty|sixty)\b"
                      r"|[一二三四五六七八九十百千]", re.I)
+
+
+def _wants_number(query: Query) -> bool:
+    return bool(_WANTS_NUMBER.search(query.text))
+
+
+def _holds_number(text: str) -> bool:
+    return bool(_NUMBER.search(_LEADING_ENUMERATOR.sub("", text)))  # "3. Grant of…": a label, not a number
+
+
 _WANTS_CODE = re.compile(r"\b(how (do|can|should) (i|you|we)|which (command|function|method|macro|flag|operator)"
                          r"|what (command|function|method|macro|flag))\b|コマンド|関数|メソッド|マクロ|フラグ"
                          r"|どうすれば|どうやって|方法", re.I)
@@ -208,7 +219,7 @@ def rank_sentences(
 
     q_weight = {t: idf(t) for t in q}
     total = sum(q_weight.values()) or 1.0
-    wants_number = bool(_WANTS_NUMBER.search(query.text))
+    wants_number = _wants_number(query)
     wants_code = bool(_WANTS_CODE.search(query.text))
     raw: list[tuple[int, int, int, str, float, float, float]] = []
     joiner = "" if query.lang == "ja" else " "
@@ -245,7 +256,7 @@ def rank_sentences(
                 factor *= 0.5  # a table row, an HTML tag or a whole section is not one statement
             bonus = 0.0 if first == last else -PAIR_COST  # a pair must earn its second sentence
             if wants_number:
-                bonus += 0.1 if _NUMBER.search(_LEADING_ENUMERATOR.sub("", text)) else -0.05
+                bonus += 0.1 if _holds_number(text) else -0.05
             if wants_code and _CODE.search(text):
                 bonus += 0.1
             raw.append((rank, first, last, text, lexical, factor, bonus))
@@ -314,8 +325,9 @@ def pick_sentences(
     max_passages: int = 5,
 ) -> list[Picked]:
     """Up to `max_sentences` sentences that answer the question, or none when the best scores below `min_score`
-    (the documents do not answer: near misses share the topic, not the fact). Later picks must score close to
-    the best, so the answer does not wander."""
+    (the documents do not answer: near misses share the topic, not the fact) or when the question asks for a
+    number and none of the picks states one. Later picks must score close to the best, so the answer does not
+    wander."""
     query, usable, candidates = rank_sentences(question, passages, stats, similarity=similarity,
                                                max_passages=max_passages)
     floor = _for(min_score, query.lang)
@@ -333,6 +345,10 @@ def pick_sentences(
             break
         if not any(c.rank == o.rank and c.pos <= o.last and o.pos <= c.last for o in picked):
             picked.append(c)  # a runner-up that does not overlap the sentences already in the answer
+    if floor > 0 and _wants_number(query) and not any(_holds_number(c.text) for c in picked):
+        # "Which version of Visual Studio…", "Rustの安定版は何週間ごとに…": sentences on the topic that state no
+        # number do not answer a question that asks for one. Dev: JA abstention recall 70% -> 80%, nothing else moved.
+        return []
     # Read in document order: by passage rank, then position within the passage.
     picked.sort(key=lambda c: (c.rank, c.pos))
     return [Picked(usable[c.rank].source_id, c.text, c.score) for c in picked]
