@@ -143,6 +143,27 @@ def test_a_question_that_asks_for_a_number_is_not_answered_by_sentences_that_sta
     assert pick_sentences("Rustの新しい安定版はどうやって更新しますか？", [ja], min_score=0.3)
 
 
+def test_a_who_question_gets_the_lead_sentence_that_names_the_person_the_matching_sentence_leaves_out():
+    # Articles about a person name them once, then drop the subject: the sentence that matches the question
+    # answers "who" only with the lead sentence.
+    ja = Passage(source_id="S1", title="山田花子", lang="ja",
+                 text="山田花子は、日本の建築家である。東京で生まれ、京都の大学で学んだ。"
+                      "木造の図書館を設計し、建築賞を受賞した。")
+    picked = pick_sentences("木造の図書館を設計し、建築賞を受賞した建築家は誰ですか？", [ja], min_score=0.3)
+    assert [p.sentence for p in picked] == ["山田花子は、日本の建築家である。",
+                                            "木造の図書館を設計し、建築賞を受賞した。"]
+    en = Passage(source_id="S2", title="Ada Park",
+                 text="Ada Park is a bridge engineer. She designed the river crossing at Elm Point in 1990.")
+    assert pick_sentences("Who designed the river crossing at Elm Point?", [en], min_score=0.3)[0].sentence \
+        == "Ada Park is a bridge engineer."
+    # Not for other questions, nor when the answer already names the subject.
+    when = pick_sentences("When was the river crossing at Elm Point designed?", [en], min_score=0.3)
+    assert [p.sentence for p in when] == ["She designed the river crossing at Elm Point in 1990."]
+    assert len(pick_sentences("Who is Ada Park?", [en], min_score=0.3, max_sentences=1)) == 1
+    one = pick_sentences("Who designed the river crossing at Elm Point?", [en], min_score=0.3, max_sentences=1)
+    assert [p.sentence for p in one] == ["She designed the river crossing at Elm Point in 1990."]
+
+
 def test_a_passage_without_the_year_the_question_names_does_not_answer_it():
     # "How many visitors in 1953?" is a near miss for a passage about 2005: the sentence from the passage that
     # has the year wins, and with only the 2005 passage the score drops under the threshold.

@@ -313,6 +313,23 @@ def _widened(candidates: list[Candidate]) -> Candidate:
     return best
 
 
+_WANTS_PERSON = re.compile(r"\b(who|whom)\b|誰|人物", re.I)
+
+
+def _named_subject(query: Query, usable: list[Passage], candidates: list[Candidate],
+                   picked: list[Candidate]) -> Candidate | None:
+    """For "who" questions, the lead sentence of the best passage when it names the passage's subject and the
+    answer does not: an article about a person names them once ("ヘンリー・キャヴェンディッシュは、…である。") and
+    its later sentences drop the subject ("…水が化合物であることを示した。"). JaQuAD dev 82.1% -> 83.8% facts."""
+    best = picked[0]
+    title = normalize(usable[best.rank].title).strip()
+    if len(title) < 2 or not _WANTS_PERSON.search(query.text) \
+            or any(title in normalize(c.text) for c in picked):
+        return None
+    return next((c for c in candidates if c.rank == best.rank and c.pos == c.last == 0
+                 and normalize(c.text).startswith(title)), None)
+
+
 def pick_sentences(
     question: str | Query,
     passages: list[Passage],
@@ -345,6 +362,9 @@ def pick_sentences(
             break
         if not any(c.rank == o.rank and c.pos <= o.last and o.pos <= c.last for o in picked):
             picked.append(c)  # a runner-up that does not overlap the sentences already in the answer
+    lead = _named_subject(query, usable, candidates, picked) if max_sentences > 1 else None
+    if lead is not None:  # with the best sentence, which the lead alone would not show
+        picked = [lead, *picked[: max_sentences - 1]]
     if floor > 0 and _wants_number(query) and not any(_holds_number(c.text) for c in picked):
         # "Which version of Visual Studio…", "Rustの安定版は何週間ごとに…": sentences on the topic that state no
         # number do not answer a question that asks for one. Dev: JA abstention recall 70% -> 80%, nothing else moved.
