@@ -282,15 +282,15 @@ def rank_sentences(
     return query, usable, candidates
 
 
+HEADING_CHARS = 160
+
+
 def _heading(passage: Passage) -> str:
     """What a passage is about: its heading path, else its document's title (a text file's section is a line range,
     which says nothing of the topic). Bounded: it only sets the scene for the sentence the model reads."""
     if passage.section and not LINE_RANGE.match(passage.section):
         return passage.section[-HEADING_CHARS:]  # the innermost headings say the most
     return passage.title[:HEADING_CHARS]
-
-
-HEADING_CHARS = 160
 
 
 # Words any question may use that say nothing of its subject: their absence from the documents is no sign.
