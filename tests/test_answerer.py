@@ -54,3 +54,29 @@ def test_a_heading_or_a_mid_sentence_fragment_is_not_the_answer():
     picked = pick_sentences("When does the patent license terminate?",
                             [Passage(source_id="S1-aaaaaa", text=fragment)], max_sentences=1)
     assert picked[0].sentence.startswith("The patent license terminates")
+
+
+def test_prose_printed_after_a_listing_and_its_caption_is_answered_without_the_markup():
+    # A PDF of a book chapter prints the listing, its caption and the next paragraph as one run of text with no
+    # sentence end between them; the answer is the paragraph's sentence, not "} <span …>" glued to it.
+    text = ('let f = match f { Ok(file) => file, Err(error) => { panic!("{:?}", error) }, }; } '
+            '<span class="caption">リスト9-4: match式でResult列挙子を処理する</span> '
+            'Result enumとその列挙子は、初期化処理でインポートされているので、Result::を指定する必要がありません。')
+    passage = Passage(source_id="S1-aaaaaa", text=text, lang="ja")
+    picked = pick_sentences("OkやErrの前にResult::を付ける必要はありますか？", [passage], max_sentences=1)
+    assert [p.sentence for p in picked] == [
+        "Result enumとその列挙子は、初期化処理でインポートされているので、Result::を指定する必要がありません。"]
+    # A brace inside a sentence does not cut it.
+    picked = pick_sentences("What does the placeholder print?", [Passage(
+        source_id="S1-bbbbbb", text="The `{}` placeholder prints the value of x.", lang="en")])
+    assert [p.sentence for p in picked] == ["The `{}` placeholder prints the value of x."]
+
+
+def test_a_listing_caption_is_not_the_answer_nor_glued_to_the_sentence_after_it():
+    # A caption line ("リスト8-5：…") names what follows with the question's words and ends in no sentence end; it
+    # was answered alone, or as one run with the next paragraph's sentence ("…アクセスするここでは…").
+    text = ("リスト8-5：添え字記法かgetメソッドを使用してベクタの要素にアクセスする\n\n"
+            "ここでは2つのことに注目してください。getメソッドに添え字を渡すとOption<&T>が返ります。")
+    picked = pick_sentences("ベクタの要素にgetメソッドでアクセスすると何が返りますか？",
+                            [Passage(source_id="S1-aaaaaa", text=text, lang="ja")])
+    assert [p.sentence for p in picked] == ["getメソッドに添え字を渡すとOption<&T>が返ります。"]

@@ -91,6 +91,9 @@ _WANTS_CODE = re.compile(r"\b(how (do|can|should) (i|you|we)|which (command|func
                          r"|どうすれば|どうやって|方法", re.I)
 _CODE = re.compile(r"(^|\s)\$ |--[a-z]|\w::\w|\w!|\w\(\)|\b[a-z]+_[a-z_]+\b|\b(rustup|cargo|rustc) [a-z]")
 _MARKUP = re.compile(r"[<>{}|]|\]\[")
+# A listing's, table's or figure's caption ("リスト8-5：添え字記法か…", "Table 3-1: Integer Types in Rust") names
+# what follows without stating anything about it, like a heading.
+_CAPTION = re.compile(r"^(リスト|表|図|listing|table|figure|fig\.)\s?\d+(-\d+)?\s?[:：.]", re.I)
 # Sentences that lead the reader on ("Next, we'll look at how to modify a vector.", "…どうなるか見てみましょう。"):
 # they restate the topic, often in the question's own words, and answer nothing.
 _NAVIGATION = re.compile(r"^(next|now|first|then|finally|in this section)?,?\s*(let[’']?s|let us|we[’']ll|we will)\s"
@@ -142,7 +145,26 @@ def _statements(text: str) -> list[str]:
         else:
             out.append(piece)
         code_end = False
-    return out
+    return [part for statement in out for part in _after_markup(statement)]
+
+
+# Where printed code or markup ends: a closing tag or brace ("} <span class=\"caption\">リスト9-4: …</span>").
+_MARKUP_END = re.compile(r"</[a-z][a-z0-9]*>|}")
+
+
+def _after_markup(statement: str) -> list[str]:
+    """A PDF prints a listing, its caption and the prose after it on one run of text with no sentence end between
+    them ("} <span class=\"caption\">リスト9-4: …</span> Option enumのように、Result enumとその列挙子は…"): the prose
+    is a statement of its own, which the markup would otherwise bury. Not a brace inside prose ("the `{}`
+    placeholder"): the prose must start a sentence."""
+    ends = [m.end() for m in _MARKUP_END.finditer(statement)]
+    if not ends:
+        return [statement]
+    head, tail = statement[: ends[-1]].rstrip(), statement[ends[-1] :].strip()
+    if len(tail) < 8 or _MARKUP.search(tail) or not tail.endswith(_TERMINAL) \
+            or not (tail[0].isupper() or _is_cjk_edge(tail[0], tail[0])):
+        return [statement]
+    return [head, tail]
 
 
 def _is_cjk_edge(a: str, b: str) -> bool:
@@ -236,9 +258,10 @@ def rank_sentences(
         for pos, text in enumerate(spans):
             units.append((pos, pos, text))
             if pos + 1 < len(spans) and len(text) + len(spans[pos + 1]) <= 500 \
-                    and not text.endswith(("?", "？")):
+                    and not text.endswith(("?", "？")) and text.endswith((*_TERMINAL, ";", ":", "：")):
                 # The fact often follows the sentence that matches the question ("If you get linker errors,
                 # install a C compiler. For example, on Ubuntu, install build-essential."): a pair is a unit too.
+                # Not a heading or caption (no sentence end) with the paragraph under it.
                 units.append((pos, pos + 1, text + joiner + spans[pos + 1]))
         for first, last, text in units:
             if len(text) < 8 or text.endswith(("?", "？")):
@@ -248,7 +271,8 @@ def rank_sentences(
             factor = off_topic
             if not text.endswith((*_TERMINAL, ";", "; and", "; or")) and not _CODE.search(text[-40:]):
                 factor *= 0.6  # headings and fragments read badly as answers
-            if _looks_like_heading(spans[first]) or (first == 0 and text[:1].islower()):
+            if _looks_like_heading(spans[first]) or _CAPTION.match(spans[first]) \
+                    or (first == 0 and text[:1].islower()):
                 # "Grant of Patent License." restates the question's words without answering it; a passage that
                 # starts mid-sentence (a chunk boundary) gives a fragment.
                 factor *= 0.3
