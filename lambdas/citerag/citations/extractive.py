@@ -257,11 +257,12 @@ def rank_sentences(
         units: list[tuple[int, int, str]] = []  # (first statement, last statement, text)
         for pos, text in enumerate(spans):
             units.append((pos, pos, text))
+            complete = text.endswith((*_TERMINAL, ";", ":", "：")) or _CODE.search(text[-40:])
             if pos + 1 < len(spans) and len(text) + len(spans[pos + 1]) <= 500 \
-                    and not text.endswith(("?", "？")) and text.endswith((*_TERMINAL, ";", ":", "：")):
+                    and not text.endswith(("?", "？")) and complete:
                 # The fact often follows the sentence that matches the question ("If you get linker errors,
                 # install a C compiler. For example, on Ubuntu, install build-essential."): a pair is a unit too.
-                # Not a heading or caption (no sentence end) with the paragraph under it.
+                # Not a heading or caption (no sentence end, no command) with the paragraph under it.
                 units.append((pos, pos + 1, text + joiner + spans[pos + 1]))
         for first, last, text in units:
             if len(text) < 8 or text.endswith(("?", "？")):
