@@ -137,7 +137,7 @@ def _statements(text: str) -> list[str]:
                 and not _looks_like_heading(out[-1]):
             # A text file keeps its line breaks (they give the line numbers cited): a sentence wrapped over lines
             # is still one sentence.
-            out[-1] += ("" if _is_cjk_edge(out[-1][-1], piece[0]) else " ") + piece
+            out[-1] += ("" if _is_cjk(out[-1][-1]) or _is_cjk(piece[0]) else " ") + piece
         elif out and out[-1].endswith((":", "：")) and _CODE.search(piece) and len(piece) <= 120:
             out[-1] = f"{out[-1]} {piece}"
             code_end = True
@@ -162,13 +162,18 @@ def _after_markup(statement: str) -> list[str]:
         return [statement]
     head, tail = statement[: ends[-1]].rstrip(), statement[ends[-1] :].strip()
     if len(tail) < 8 or _MARKUP.search(tail) or not tail.endswith(_TERMINAL) \
-            or not (tail[0].isupper() or _is_cjk_edge(tail[0], tail[0])):
+            or not (tail[0].isupper() or _is_cjk(tail[0])):
         return [statement]
     return [head, tail]
 
 
-def _is_cjk_edge(a: str, b: str) -> bool:
-    return any("\u3000" <= ch <= "\u9fff" or "\uff00" <= ch <= "\uffef" for ch in (a, b))
+def _is_cjk(ch: str) -> bool:
+    return "\u3000" <= ch <= "\u9fff" or "\uff00" <= ch <= "\uffef"
+
+
+def _ends_statement(text: str) -> bool:
+    """A sentence end, or a command the statement leads into ("…enter this line: $ rustc --version")."""
+    return text.endswith((*_TERMINAL, ";", "; and", "; or")) or bool(_CODE.search(text[-40:]))
 
 
 # Weights of the answer score, tuned on the dev split of datasets/answers (README "Answers you can trust"). The
@@ -257,7 +262,7 @@ def rank_sentences(
         units: list[tuple[int, int, str]] = []  # (first statement, last statement, text)
         for pos, text in enumerate(spans):
             units.append((pos, pos, text))
-            complete = text.endswith((*_TERMINAL, ";", ":", "：")) or _CODE.search(text[-40:])
+            complete = _ends_statement(text) or text.endswith((":", "："))
             if pos + 1 < len(spans) and len(text) + len(spans[pos + 1]) <= 500 \
                     and not text.endswith(("?", "？")) and complete:
                 # The fact often follows the sentence that matches the question ("If you get linker errors,
@@ -270,7 +275,7 @@ def rank_sentences(
                 continue
             lexical = sum(q_weight[t] for t in {term_id(t) for t in tokenize(text)} & q) / total
             factor = off_topic
-            if not text.endswith((*_TERMINAL, ";", "; and", "; or")) and not _CODE.search(text[-40:]):
+            if not _ends_statement(text):
                 factor *= 0.6  # headings and fragments read badly as answers
             if _looks_like_heading(spans[first]) or _CAPTION.match(spans[first]) \
                     or (first == 0 and text[:1].islower()):
