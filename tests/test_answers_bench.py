@@ -239,6 +239,20 @@ def test_a_question_naming_what_no_document_holds_is_not_answered():
     assert pick_sentences("How do I add an element to a vector?", passages, stats, min_score=0.3)
 
 
+def test_a_question_that_says_where_the_user_is_is_answered_though_no_document_says_it():
+    text = ("To update Rust, run rustup update from your shell. "
+            "To uninstall Rust and rustup, run rustup self uninstall from your shell.")
+    stats = CorpusStats()
+    stats.add(Counter(term_id(t) for t in tokenize(text)))
+    passages = [Passage(source_id="S1", text=text)]
+    picked = pick_sentences("How do I uninstall Rust and rustup from my computer?", passages, stats,
+                            min_score=0.3, unknown_word_min_score=1.5, max_sentences=1)
+    assert picked and "rustup self uninstall" in picked[0].sentence
+    # A word that names the subject, absent from every document, still asks for the higher score.
+    assert pick_sentences("How do I uninstall Rust and rustup with Homebrew?", passages, stats,
+                          min_score=0.3, unknown_word_min_score=1.5, max_sentences=1) == []
+
+
 def test_bench_answers_reports_each_language_and_split(tmp_path):
     root = tmp_path / "set"
     (root / "docs").mkdir(parents=True)

@@ -323,9 +323,11 @@ def _heading(passage: Passage) -> str:
     return passage.title[:HEADING_CHARS]
 
 
-# Words any question may use that say nothing of its subject: their absence from the documents is no sign.
+# Words any question may use that say nothing of its subject: their absence from the documents is no sign. "On my
+# machine" is where the user is, not what they ask about (dev: "How do I remove Rust and rustup from my machine?").
 _FILLER = frozenset(tokenize(
     "my me mine you your we our us someone somebody anyone people person they them themselves it long many much "
+    "machine computer pc laptop "
     "often count get got do does did make made use used need want can could should would call called mean means "
     "happen happens work way ways thing things kind good best better possible able exist exactly actually really "
     "also still there here how what which who whom whose when where why is are was were be been am the a an to "
