@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+from collections import Counter
+
 from citerag.citations.extractive import pick_sentences
 from citerag.search.passage import Passage
+from citerag.search.sparse import CorpusStats, term_id, tokenize
 
 
 def test_answers_are_verbatim_sentences_from_relevant_passages():
@@ -80,3 +83,16 @@ def test_a_listing_caption_is_not_the_answer_nor_glued_to_the_sentence_after_it(
     picked = pick_sentences("ベクタの要素にgetメソッドでアクセスすると何が返りますか？",
                             [Passage(source_id="S1-aaaaaa", text=text, lang="ja")])
     assert [p.sentence for p in picked] == ["getメソッドに添え字を渡すとOption<&T>が返ります。"]
+
+
+def test_an_operator_the_question_names_finds_the_sentence_that_names_it():
+    texts = ["You can iterate over mutable references to each element of a vector to change the elements.",
+             "To get to the value, use the dereference operator before the += operator.",
+             "Vectors store values next to each other in memory.", "Use push to add an element to a vector."]
+    stats = CorpusStats()
+    for t in texts:
+        stats.add(Counter(term_id(w) for w in tokenize(t)))
+    passages = [Passage(source_id=f"S{i}", text=t) for i, t in enumerate(texts[:2])]
+    picked = pick_sentences("What must I use before += to change the value a mutable reference points to?", passages,
+                            stats, max_sentences=1)
+    assert [p.source_id for p in picked] == ["S1"]

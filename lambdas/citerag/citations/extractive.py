@@ -210,14 +210,29 @@ _JA_ASKING = re.compile(r"[何誰]")
 _JA_FILLER = frozenset({"意味", "意", "味", "方法", "場合", "必要", "可能", "具体", "体的"})
 
 
+# Operators a question names ("値に+=を使う前に…"): the search tokenizer drops symbols, yet in a manual the operator
+# is often the one term that tells the right sentence from its neighbours. Not "::", which joins a path
+# ("std::fs") rather than naming an operator. Dev: Japanese facts 69.6% -> 73.9%, nothing else moved.
+_OPERATOR = re.compile(r"\+=|-=|\*=|/=|==|!=|->|=>|&&|\|\||<=|>=")
+
+
+def _operator_terms(text: str) -> set[int]:
+    return {term_id("op:" + m) for m in _OPERATOR.findall(text)}
+
+
+def _terms(text: str) -> set[int]:
+    return {term_id(t) for t in tokenize(text)} | _operator_terms(text)
+
+
 def content_terms(query: Query) -> set[int]:
     """The question's terms that carry its subject. In Japanese, bigrams with hiragana are mostly grammar
     ("すか", "か迷"): rare enough to weigh a lot, yet an answer phrased differently never holds them."""
+    operators = _operator_terms(query.text)
     if query.lang != "ja":
-        return set(query.term_ids)
+        return set(query.term_ids) | operators
     content = {term_id(t) for t in query.tokens
                if not _HIRAGANA.search(t) and not _JA_ASKING.search(t) and t not in _JA_FILLER}
-    return content or set(query.term_ids)
+    return (content or set(query.term_ids)) | operators
 
 
 def rank_sentences(
@@ -273,7 +288,7 @@ def rank_sentences(
             if len(text) < 8 or text.endswith(("?", "？")):
                 # Too short to be a statement, or a question (FAQ headings restate the user's question).
                 continue
-            lexical = sum(q_weight[t] for t in {term_id(t) for t in tokenize(text)} & q) / total
+            lexical = sum(q_weight[t] for t in _terms(text) & q) / total
             factor = off_topic
             if not _ends_statement(text):
                 factor *= 0.6  # headings and fragments read badly as answers
