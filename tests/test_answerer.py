@@ -96,3 +96,11 @@ def test_an_operator_the_question_names_finds_the_sentence_that_names_it():
     picked = pick_sentences("What must I use before += to change the value a mutable reference points to?", passages,
                             stats, max_sentences=1)
     assert [p.source_id for p in picked] == ["S1"]
+
+
+def test_a_question_asking_what_something_is_called_gets_the_sentence_that_names_it():
+    naming = "居留地の外のこの区域を雑居地といい、外国人と日本人が共に住んだ。"
+    passages = [Passage(source_id="S1", text="明治政府は、外国人が居留地の外の区域に住むことを認めた。", lang="ja"),
+                Passage(source_id="S2", text=naming, lang="ja")]
+    picked = pick_sentences("外国人が居留地の外に住むことを認められた区域を何というか？", passages, max_sentences=1)
+    assert [p.sentence for p in picked] == [naming]
