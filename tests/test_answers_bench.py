@@ -277,6 +277,11 @@ def test_bench_answers_reports_each_language_and_split(tmp_path):
     assert res["summary"]["dev/en"]["fact_with_right_citation"] == 1.0
     assert res["summary"]["dev/ja"]["fact_with_right_citation"] == 1.0
     assert all(not row["misattributed"] for row in res["rows"])
+    assert res["summary"]["dev/en"]["fact_with_right_citation_ci95"] == [0.2065, 1.0]  # 1 of 1: hardly a measure
+    table = CliRunner().invoke(app, ["bench-answers", str(root), "--split", "dev"],
+                               env={"CITERAG_EMBEDDER": "hashing", "COLUMNS": "200"})
+    assert table.exit_code == 0, table.output
+    assert "100.0% (21-100%)" in table.output
     bad = CliRunner().invoke(app, ["bench-answers", str(tmp_path / "nowhere")], env={"CITERAG_EMBEDDER": "hashing"})
     assert bad.exit_code != 0 and "no docs/ folder" in bad.output
 

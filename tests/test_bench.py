@@ -5,7 +5,7 @@ import math
 
 from typer.testing import CliRunner
 
-from citerag.bench.metrics import evaluate, mrr_at, ndcg_at, percentile, recall_at
+from citerag.bench.metrics import evaluate, mrr_at, ndcg_at, percentile, recall_at, wilson_interval
 from citerag.cli import app
 
 
@@ -22,6 +22,15 @@ def test_metric_definitions_match_beir():
     # Only judged queries count.
     assert evaluate({"q1": ["a"], "q2": ["z"]}, {"q1": {"a": 1}})["ndcg@10"] == 1.0
     assert percentile([1, 2, 3, 4], 50) == 2.5
+
+
+def test_a_share_comes_with_its_wilson_interval():
+    # Reference values: statsmodels 0.15, proportion_confint(k, n, alpha=0.05, method="wilson").
+    for (k, n), (lo, hi) in {(16, 20): (0.584, 0.9193), (13, 23): (0.3681, 0.7437), (0, 5): (0.0, 0.4345),
+                             (5, 5): (0.5655, 1.0), (117, 131): (0.8286, 0.9353)}.items():
+        got = wilson_interval(k, n)
+        assert math.isclose(got[0], lo, abs_tol=1e-4) and math.isclose(got[1], hi, abs_tol=1e-4), (k, n, got)
+    assert wilson_interval(0, 0) == (0.0, 1.0)
 
 
 def _dataset(root):

@@ -23,7 +23,7 @@ from urllib.parse import unquote
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
-from citerag.bench.metrics import percentile
+from citerag.bench.metrics import percentile, wilson_interval
 from citerag.bench.retrieval import Dataset, build_index
 from citerag.citations.answer import Answer
 from citerag.citations.pii import MASK_LABEL
@@ -227,16 +227,23 @@ def _metrics(rows: list[dict[str, Any]]) -> dict[str, Any]:
     un = [r for r in rows if not r["answerable"]]
     abstained = [r for r in rows if r["abstained"]]
     lat = [r["ms"] for r in rows]
+    right, held = sum(r["right"] for r in ans), sum(r["abstained"] for r in un)
     return {
         "answerable": len(ans),
-        "fact_with_right_citation": sum(r["right"] for r in ans) / len(ans) if ans else None,
+        "fact_with_right_citation": right / len(ans) if ans else None,
+        "fact_with_right_citation_ci95": _rounded(wilson_interval(right, len(ans))) if ans else None,
         "unanswerable": len(un),
-        "abstention_recall": sum(r["abstained"] for r in un) / len(un) if un else None,
+        "abstention_recall": held / len(un) if un else None,
+        "abstention_recall_ci95": _rounded(wilson_interval(held, len(un))) if un else None,
         "abstention_precision": (sum(not r["answerable"] for r in abstained) / len(abstained)) if abstained
         else None,
         "misattributed_sentences": sum(len(r["misattributed"]) for r in rows),
         "p50_ms": round(percentile(lat, 50), 1), "p95_ms": round(percentile(lat, 95), 1),
     }
+
+
+def _rounded(interval: tuple[float, float]) -> list[float]:
+    return [round(x, 4) for x in interval]
 
 
 def failures(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
