@@ -104,3 +104,12 @@ def test_a_question_asking_what_something_is_called_gets_the_sentence_that_names
                 Passage(source_id="S2", text=naming, lang="ja")]
     picked = pick_sentences("外国人が居留地の外に住むことを認められた区域を何というか？", passages, max_sentences=1)
     assert [p.sentence for p in picked] == [naming]
+
+
+def test_an_ordinary_toiu_is_not_naming():
+    # "…ということです" explains; it names nothing, so it gets no naming bonus over the sentence that does.
+    naming = "この過程は、タプルの分配と呼ばれます。"
+    passages = [Passage(source_id="S1", text="タプルは値を分けるということです。", lang="ja"),
+                Passage(source_id="S2", text=naming, lang="ja")]
+    picked = pick_sentences("タプルの値を個々の変数に分けることを何と呼びますか？", passages, max_sentences=1)
+    assert [p.sentence for p in picked] == [naming]

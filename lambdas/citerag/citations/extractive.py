@@ -91,12 +91,16 @@ _WANTS_CODE = re.compile(r"\b(how (do|can|should) (i|you|we)|which (command|func
                          r"|どうすれば|どうやって|方法", re.I)
 _CODE = re.compile(r"(^|\s)\$ |--[a-z]|\w::\w|\w!|\w\(\)|\b[a-z]+_[a-z_]+\b|\b(rustup|cargo|rustc) [a-z]")
 # A question that asks what something is called ("…を何というか", "What do people call…") is answered by the
-# sentence that names it ("この区域を雑居地といい…", "…are called Rustaceans"), a question type like numbers and
-# commands. Dev: JaQuAD facts 85.5% -> 86.3%, nothing else moved.
-_WANTS_NAME = re.compile(r"何と(いう|言う|呼|いい|称)|(名前|名称|呼び名|あだ名)は(何|なん)|\bwhat (is|are) .* called\b"
-                         r"|\bwhat do .* call\b|\bcalled what\b", re.I)
-_NAMES = re.compile(r"(と|を)(いう|言う|いい|呼ば|呼ん|呼ぶ|称|名付)|という名|\bcalled\b|\bknown as\b|\bnamed\b"
-                    r"|\btermed\b", re.I)
+# sentence that names it ("この区域を雑居地といい、…", "…と呼ばれます", "…are called Rustaceans"), a question type like
+# numbers and commands. Not "what is returned when unwrap is called", "…ということです" or "a file named x.txt".
+# Dev: JaQuAD facts 85.5% -> 86.3%, nothing else moved.
+_WANTS_NAME = re.compile(r"何と(いう|言う|呼|いい|称)|(名前|名称|呼び名|あだ名)は(何|なん)(です|でしょう|か|[?？]|$)"
+                         r"|\bwhat(?:'s| is| are| was| were) (?:[\w-]+ ){0,5}called\b[?？]?\s*$"
+                         r"|\bwhat (?:do|does|did) (?:[\w-]+ ){1,6}call\b(?! (?:before|after|when|first))"
+                         r"|\bwhat(?:'s| is) the name of\b", re.I)
+_NAMES = re.compile(r"と(呼ば|呼ん|呼ぶ|称|名付)|といい[、,]|という(?!こと|わけ|の|よう|点|意味)"
+                    r"|\b(?:is|are|was|were|be) (?:called|named|termed)\b(?! (?:when|on|with|by|from|if|for|to|in))"
+                    r"|\bknown as\b", re.I)
 _MARKUP = re.compile(r"[<>{}|]|\]\[")
 # A listing's, table's or figure's caption ("リスト8-5：添え字記法か…", "Table 3-1: Integer Types in Rust") names
 # what follows without stating anything about it, like a heading.
@@ -220,11 +224,11 @@ _JA_FILLER = frozenset({"意味", "意", "味", "方法", "場合", "必要", "�
 # Operators a question names ("値に+=を使う前に…"): the search tokenizer drops symbols, yet in a manual the operator
 # is often the one term that tells the right sentence from its neighbours. Not "::", which joins a path
 # ("std::fs") rather than naming an operator. Dev: Japanese facts 69.6% -> 73.9%, nothing else moved.
-_OPERATOR = re.compile(r"\+=|-=|\*=|/=|==|!=|->|=>|&&|\|\||<=|>=")
+_OPERATOR = re.compile(r"(?<![-+*/=!<>&|])(?:\+=|-=|\*=|/=|==|!=|->|=>|&&|\|\||<=|>=)(?![-=>&|])")
 
 
 def _operator_terms(text: str) -> set[int]:
-    return {term_id("op:" + m) for m in _OPERATOR.findall(text)}
+    return {term_id("op:" + m) for m in _OPERATOR.findall(normalize(text))}  # NFKC: "＋＝" is "+="
 
 
 def _terms(text: str) -> set[int]:
@@ -269,6 +273,13 @@ def rank_sentences(
         return stats.idf(t) if stats and stats.n_docs else 1.0
 
     q_weight = {t: idf(t) for t in q}
+    operators = _operator_terms(query.text)
+    words = sorted(w for t, w in q_weight.items() if t not in operators)
+    if words:
+        # The index counts no operator, so its IDF would be the highest there is: weigh it as the question's rarest
+        # word instead (at a typical word's weight, the median, the dev question on "+=" loses its answer again).
+        for t in operators & q_weight.keys():
+            q_weight[t] = words[-1]
     total = sum(q_weight.values()) or 1.0
     wants_number = _wants_number(query)
     wants_code = bool(_WANTS_CODE.search(query.text))
