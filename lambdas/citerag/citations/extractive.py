@@ -231,8 +231,10 @@ def _operator_terms(text: str) -> set[int]:
     return {term_id("op:" + m) for m in _OPERATOR.findall(normalize(text))}  # NFKC: "＋＝" is "+="
 
 
-def _terms(text: str) -> set[int]:
-    return {term_id(t) for t in tokenize(text)} | _operator_terms(text)
+def _terms(text: str, operators: bool) -> set[int]:
+    """A sentence's terms; its operators only when the question names one (most do not: no need to look)."""
+    terms = {term_id(t) for t in tokenize(text)}
+    return terms | _operator_terms(text) if operators else terms
 
 
 def content_terms(query: Query) -> set[int]:
@@ -307,7 +309,7 @@ def rank_sentences(
             if len(text) < 8 or text.endswith(("?", "？")):
                 # Too short to be a statement, or a question (FAQ headings restate the user's question).
                 continue
-            lexical = sum(q_weight[t] for t in _terms(text) & q) / total
+            lexical = sum(q_weight[t] for t in _terms(text, bool(operators)) & q) / total
             factor = off_topic
             if not _ends_statement(text):
                 factor *= 0.6  # headings and fragments read badly as answers
