@@ -113,3 +113,20 @@ def test_an_ordinary_toiu_is_not_naming():
                 Passage(source_id="S2", text=naming, lang="ja")]
     picked = pick_sentences("タプルの値を個々の変数に分けることを何と呼びますか？", passages, max_sentences=1)
     assert [p.sentence for p in picked] == [naming]
+
+
+def test_prose_glued_to_the_end_of_printed_compiler_output_is_answered_without_it():
+    text = ("thread 'main' panicked at 'called `Result::unwrap()` on an `Err` value: Error { repr: Os { code: 2, "
+            "message: \"No such file or directory\" } }', src/libcore/result.rs:906:4このエラーメッセージは、"
+            "expectに渡したテキストで始まっているので、エラーの出どころを見つけやすくなります。")
+    picked = pick_sentences("expectを使うと、エラーメッセージの出どころを見つけやすくなりますか？",
+                            [Passage(source_id="S1", text=text, lang="ja")], max_sentences=1)
+    assert [p.sentence for p in picked] == [
+        "このエラーメッセージは、expectに渡したテキストで始まっているので、エラーの出どころを見つけやすくなります。"]
+
+
+def test_a_placeholder_brace_in_japanese_prose_does_not_cut_the_sentence():
+    text = "println!マクロの{}プレースホルダーは、値を表示する場所を示します。"
+    picked = pick_sentences("println!の{}プレースホルダーは何を示しますか？",
+                            [Passage(source_id="S1", text=text, lang="ja")])
+    assert [p.sentence for p in picked] == [text]

@@ -167,15 +167,30 @@ def _after_markup(statement: str) -> list[str]:
     """A PDF prints a listing, its caption and the prose after it on one run of text with no sentence end between
     them ("} <span class=\"caption\">リスト9-4: …</span> Option enumのように、Result enumとその列挙子は…"): the prose
     is a statement of its own, which the markup would otherwise bury. Not a brace inside prose ("the `{}`
-    placeholder"): the prose must start a sentence."""
-    ends = [m.end() for m in _MARKUP_END.finditer(statement)]
+    placeholder", "println!の{}プレースホルダー"): the prose must start a sentence, after a brace that closes more
+    than a placeholder."""
+    ends = [m.end() for m in _MARKUP_END.finditer(statement)
+            if m.group() != "}" or not _PLACEHOLDER.search(statement, 0, m.start())]
     if not ends:
         return [statement]
-    head, tail = statement[: ends[-1]].rstrip(), statement[ends[-1] :].strip()
+    statement = statement.rstrip()
+    tail = statement[ends[-1] :].strip()
+    rest = _CODE_TAIL.match(tail)
+    if rest:
+        # "} }', src/libcore/result.rs:906:4このエラーメッセージは…": what closes the printed code (a quote, the
+        # file and line a compiler names) runs into the Japanese prose after it.
+        tail = rest.group(1)
     if len(tail) < 8 or _MARKUP.search(tail) or not tail.endswith(_TERMINAL) \
             or not (tail[0].isupper() or _is_cjk(tail[0])):
         return [statement]
-    return [head, tail]
+    return [statement[: len(statement) - len(tail)].rstrip(), tail]
+
+
+# "{}", "{:?}", "{x}": a placeholder, whose brace closes nothing printed before it.
+_PLACEHOLDER = re.compile(r"\{[^{}\s]{0,12}$")
+# After a closing brace: closing punctuation (no sentence starts with it) and a short run of Latin text, up to
+# Japanese prose.
+_CODE_TAIL = re.compile(r"^['\"`),;:\]][^\u3000-\u9fff\uff00-\uffef]{0,80}?([\u3000-\u9fff\uff00-\uffef].*)$", re.S)
 
 
 def _is_cjk(ch: str) -> bool:
