@@ -130,3 +130,13 @@ def test_a_placeholder_brace_in_japanese_prose_does_not_cut_the_sentence():
     picked = pick_sentences("println!の{}プレースホルダーは何を示しますか？",
                             [Passage(source_id="S1", text=text, lang="ja")])
     assert [p.sentence for p in picked] == [text]
+
+
+def test_a_japanese_sentence_after_a_command_is_not_glued_to_it():
+    text = ("Rustが正常にインストールされているか確かめるには、以下の行を入力してください:\n\n$ rustc --version\n\n"
+            "バージョンナンバーとコミットハッシュが表示されます。")
+    picked = pick_sentences("インストールできたか確かめるにはどうしますか？何が表示されますか？",
+                            [Passage(source_id="S1", text=text, lang="ja")])
+    assert [p.sentence for p in picked] == [
+        "Rustが正常にインストールされているか確かめるには、以下の行を入力してください: "
+        "$ rustc --version バージョンナンバーとコミットハッシュが表示されます。"]

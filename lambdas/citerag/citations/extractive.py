@@ -302,7 +302,6 @@ def rank_sentences(
     wants_code = bool(_WANTS_CODE.search(query.text))
     wants_name = bool(_WANTS_NAME.search(query.text))
     raw: list[tuple[int, int, int, str, float, float, float]] = []
-    joiner = "" if query.lang == "ja" else " "
     numbers = set(_QUESTION_NUMBER.findall(normalize(query.text).replace(",", "")))
     for rank, p in enumerate(usable):
         spans = _statements(p.text)
@@ -319,6 +318,8 @@ def rank_sentences(
                 # The fact often follows the sentence that matches the question ("If you get linker errors,
                 # install a C compiler. For example, on Ubuntu, install build-essential."): a pair is a unit too.
                 # Not a heading or caption (no sentence end, no command) with the paragraph under it.
+                # Japanese runs on after "。", not after a command ("$ rustc --version" + "バージョンナンバー…").
+                joiner = "" if query.lang == "ja" and _is_cjk(text[-1]) else " "
                 units.append((pos, pos + 1, text + joiner + spans[pos + 1]))
         for first, last, text in units:
             if len(text) < 8 or text.endswith(("?", "？")):
