@@ -140,3 +140,10 @@ def test_a_japanese_sentence_after_a_command_is_not_glued_to_it():
     assert [p.sentence for p in picked] == [
         "Rustが正常にインストールされているか確かめるには、以下の行を入力してください: "
         "$ rustc --version バージョンナンバーとコミットハッシュが表示されます。"]
+
+
+def test_a_line_of_code_is_not_quoted_as_a_sentence_of_the_answer():
+    text = ("Arrays have a fixed length.\n\nlet months = [\"January\", \"February\", \"March\"];\n\n"
+            "An array of months never grows.")
+    picked = pick_sentences("Does an array of months have a fixed length?", [Passage(source_id="S1", text=text)])
+    assert picked and not any("let months" in p.sentence for p in picked)

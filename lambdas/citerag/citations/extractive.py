@@ -193,6 +193,14 @@ _PLACEHOLDER = re.compile(r"\{[^{}\s]{0,12}$")
 _CODE_TAIL = re.compile(r"^['\"`),;:\]][^\u3000-\u9fff\uff00-\uffef]{0,80}?([\u3000-\u9fff\uff00-\uffef].*)$", re.S)
 
 
+def _is_code_line(statement: str) -> bool:
+    """A line of code that reads as a statement ("let a = [3; 5];"): no Japanese, ends with ";", and dense in the
+    punctuation code is written with."""
+    if not statement.endswith(";") or any(_is_cjk(ch) for ch in statement):
+        return False
+    return sum(ch in '=;()[]{}"<>' for ch in statement) > 0.1 * len(statement)
+
+
 def _is_cjk(ch: str) -> bool:
     return "\u3000" <= ch <= "\u9fff" or "\uff00" <= ch <= "\uffef"
 
@@ -336,8 +344,9 @@ def rank_sentences(
                 factor *= 0.3
             if any(_NAVIGATION.search(spans[i]) for i in range(first, last + 1)):
                 factor *= 0.5  # "let's see what happens when ..." answers nothing
-            if len(_MARKUP.findall(text)) >= 3 or len(text) > 1200:
-                factor *= 0.5  # a table row, an HTML tag or a whole section is not one statement
+            if len(_MARKUP.findall(text)) >= 3 or len(text) > 1200 \
+                    or any(_is_code_line(spans[i]) for i in range(first, last + 1)):
+                factor *= 0.5  # a table row, an HTML tag, a line of code or a whole section is not one statement
             bonus = 0.0 if first == last else -PAIR_COST  # a pair must earn its second sentence
             if wants_number:
                 bonus += 0.1 if _holds_number(text) else -0.05
