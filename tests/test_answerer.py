@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
+
 from citerag.citations.extractive import pick_sentences
 from citerag.search.passage import Passage
 from citerag.search.sparse import CorpusStats, term_id, tokenize
@@ -98,20 +100,17 @@ def test_an_operator_the_question_names_finds_the_sentence_that_names_it():
     assert [p.source_id for p in picked] == ["S1"]
 
 
-def test_a_question_asking_what_something_is_called_gets_the_sentence_that_names_it():
-    naming = "居留地の外のこの区域を雑居地といい、外国人と日本人が共に住んだ。"
-    passages = [Passage(source_id="S1", text="明治政府は、外国人が居留地の外の区域に住むことを認めた。", lang="ja"),
-                Passage(source_id="S2", text=naming, lang="ja")]
-    picked = pick_sentences("外国人が居留地の外に住むことを認められた区域を何というか？", passages, max_sentences=1)
-    assert [p.sentence for p in picked] == [naming]
-
-
-def test_an_ordinary_toiu_is_not_naming():
+@pytest.mark.parametrize(("question", "other", "naming"), [
+    ("外国人が居留地の外に住むことを認められた区域を何というか？",
+     "明治政府は、外国人が居留地の外の区域に住むことを認めた。",
+     "居留地の外のこの区域を雑居地といい、外国人と日本人が共に住んだ。"),
     # "…ということです" explains; it names nothing, so it gets no naming bonus over the sentence that does.
-    naming = "この過程は、タプルの分配と呼ばれます。"
-    passages = [Passage(source_id="S1", text="タプルは値を分けるということです。", lang="ja"),
-                Passage(source_id="S2", text=naming, lang="ja")]
-    picked = pick_sentences("タプルの値を個々の変数に分けることを何と呼びますか？", passages, max_sentences=1)
+    ("タプルの値を個々の変数に分けることを何と呼びますか？", "タプルは値を分けるということです。",
+     "この過程は、タプルの分配と呼ばれます。"),
+])
+def test_a_question_asking_what_something_is_called_gets_the_sentence_that_names_it(question, other, naming):
+    passages = [Passage(source_id="S1", text=other, lang="ja"), Passage(source_id="S2", text=naming, lang="ja")]
+    picked = pick_sentences(question, passages, max_sentences=1)
     assert [p.sentence for p in picked] == [naming]
 
 
