@@ -317,6 +317,9 @@ def rank_sentences(
         # something else (near misses often differ from what the documents hold only there).
         place = normalize(f"{p.title} {p.text}").replace(",", "") if numbers else ""
         off_topic = MISSING_NUMBER_FACTOR if any(n not in place for n in numbers) else 1.0
+        # Per statement, once: a unit (a statement or a pair) is led on or code when one of its statements is.
+        leads_on = [bool(_NAVIGATION.search(t)) for t in spans]
+        code = [_is_code_line(t) for t in spans]
         units: list[tuple[int, int, str]] = []  # (first statement, last statement, text)
         for pos, text in enumerate(spans):
             units.append((pos, pos, text))
@@ -342,10 +345,10 @@ def rank_sentences(
                 # "Grant of Patent License." restates the question's words without answering it; a passage that
                 # starts mid-sentence (a chunk boundary) gives a fragment.
                 factor *= 0.3
-            if any(_NAVIGATION.search(spans[i]) for i in range(first, last + 1)):
+            if any(leads_on[first : last + 1]):
                 factor *= 0.5  # "let's see what happens when ..." answers nothing
             if len(_MARKUP.findall(text)) >= 3 or len(text) > 1200 \
-                    or any(_is_code_line(spans[i]) for i in range(first, last + 1)):
+                    or any(code[first : last + 1]):
                 factor *= 0.5  # a table row, an HTML tag, a line of code or a whole section is not one statement
             bonus = 0.0 if first == last else -PAIR_COST  # a pair must earn its second sentence
             if wants_number:
