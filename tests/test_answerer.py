@@ -146,3 +146,20 @@ def test_a_line_of_code_is_not_quoted_as_a_sentence_of_the_answer():
             "An array of months never grows.")
     picked = pick_sentences("Does an array of months have a fixed length?", [Passage(source_id="S1", text=text)])
     assert picked and not any("let months" in p.sentence for p in picked)
+
+
+@pytest.mark.parametrize(("text", "question", "antecedent"), [
+    ("Harbor Bank was founded by Aiko Tanaka in Otaru. It closed its Sapporo branch in 2009.",
+     "When was the Sapporo branch closed?", "Harbor Bank was founded"),
+    ("危難の海の南西部は候補から外れた。事実、ルナ20号がその場所に着陸して試料を持ち帰った。",
+     "ルナ20号が着陸して試料を持ち帰った地点はどこですか？", "危難の海の南西部"),
+], ids=["en", "ja"])
+def test_a_sentence_that_points_back_is_answered_with_the_sentence_it_points_to(text, question, antecedent):
+    picked = pick_sentences(question, [Passage(source_id="S1", text=text)])
+    assert [p.sentence.startswith(antecedent) for p in picked] == [True, False]  # in document order
+
+
+def test_a_sentence_that_does_not_point_back_is_answered_alone():
+    text = "Harbor Bank was founded by Aiko Tanaka in Otaru. The bank closed its Sapporo branch in 2009."
+    picked = pick_sentences("When was the Sapporo branch closed?", [Passage(source_id="S1", text=text)])
+    assert [p.sentence for p in picked] == ["The bank closed its Sapporo branch in 2009."]
