@@ -163,3 +163,15 @@ def test_a_sentence_that_does_not_point_back_is_answered_alone():
     text = "Harbor Bank was founded by Aiko Tanaka in Otaru. The bank closed its Sapporo branch in 2009."
     picked = pick_sentences("When was the Sapporo branch closed?", [Passage(source_id="S1", text=text)])
     assert [p.sentence for p in picked] == ["The bank closed its Sapporo branch in 2009."]
+
+
+def test_a_pdf_heading_left_on_its_own_line_is_not_read_into_the_sentence_under_it():
+    # The PDF loader joins the lines it wrapped; a short line left alone is a heading ("エラーを委譲する").
+    heading = "エラーを委譲する\n失敗する可能性のある処理を呼び出す関数は、エラーを呼び出し元に返すことができます。"
+    pdf = Passage(source_id="S1", text=heading, page=5)
+    picked = pick_sentences("エラーを呼び出し元に返すことはできますか？", [pdf])
+    assert picked and picked[0].sentence.startswith("失敗する可能性")
+    # A text file keeps its line breaks: there a sentence does go on over one.
+    text = Passage(source_id="S1", text="Subject to the terms of this License, each\nContributor grants a licence.")
+    assert [p.sentence for p in pick_sentences("What does each Contributor grant?", [text])] == [
+        "Subject to the terms of this License, each Contributor grants a licence."]

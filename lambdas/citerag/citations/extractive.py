@@ -128,17 +128,18 @@ _ENUMERATOR = re.compile(r"^(\(?[0-9a-z]{1,3}\)|\d{1,3}(\.\d{1,3})*\.?|[a-z]\.)$
 _LEADING_ENUMERATOR = re.compile(r"^(\(?[0-9a-z]{1,3}\)|\d{1,3}(\.\d{1,3})*\.?)\s+")
 
 
-def _statements(text: str) -> list[str]:
+def _statements(text: str, lines_wrap: bool = True) -> list[str]:
     """The passage's sentences as an answer quotes them: "the vec! macro" and "v. 2.0" do not end a sentence (the
     next word, on the same line, is lower case or a number), and "enter this line:" takes the command on the next
-    line with it."""
+    line with it. `lines_wrap`: a sentence may go on over a line break (a text file); not in a PDF's text, whose
+    wrapped lines the loader already joined (what is left is a heading: "エラーを委譲する\n失敗する可能性の…")."""
     out: list[str] = []
     code_end = False  # the last statement ends with a command line, which ends it
     for span in split_sentences(text):
         piece = span.text.strip(" …")
         gap = text[span.start - 2 : span.start] if span.start >= 2 else ""
         same_line = gap.endswith(" ")
-        wrapped = gap.endswith("\n") and not gap.startswith("\n")  # one line break: the sentence goes on
+        wrapped = lines_wrap and gap.endswith("\n") and not gap.startswith("\n")  # the sentence goes on
         if out and _ENUMERATOR.match(out[-1]):
             out[-1] = f"{out[-1]} {piece}"  # "3." + "Grant of Patent License.": the number labels what follows
         elif out and same_line and out[-1].rstrip("”’\"')").endswith((".", "!", "?")) \
@@ -312,7 +313,7 @@ def rank_sentences(
     raw: list[tuple[int, int, int, str, float, float, float]] = []
     numbers = set(_QUESTION_NUMBER.findall(normalize(query.text).replace(",", "")))
     for rank, p in enumerate(usable):
-        spans = _statements(p.text)
+        spans = _statements(p.text, lines_wrap=p.page is None)
         # A number the question names ("in 1953", "Rust 1.0") that the passage lacks: the passage is about
         # something else (near misses often differ from what the documents hold only there).
         place = normalize(f"{p.title} {p.text}").replace(",", "") if numbers else ""
