@@ -175,3 +175,13 @@ def test_a_pdf_heading_left_on_its_own_line_is_not_read_into_the_sentence_under_
     text = Passage(source_id="S1", text="Subject to the terms of this License, each\nContributor grants a licence.")
     assert [p.sentence for p in pick_sentences("What does each Contributor grant?", [text])] == [
         "Subject to the terms of this License, each Contributor grants a licence."]
+
+
+def test_a_how_long_question_is_answered_by_a_word_that_says_how_long():
+    # "perpetual" is the answer though it is no number; a sentence with no time in it still is none.
+    text = "Each Contributor grants You a perpetual patent license to sell the Work. The license covers the Work."
+    picked = pick_sentences("How long does the patent license last?", [Passage(source_id="S1", text=text)],
+                            min_score=0.1)
+    assert [p.sentence for p in picked] == ["Each Contributor grants You a perpetual patent license to sell the Work."]
+    covers = Passage(source_id="S1", text="The patent license covers the Work and its contributions.")
+    assert pick_sentences("How long does the patent license last?", [covers], min_score=0.1) == []

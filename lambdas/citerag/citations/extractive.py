@@ -86,6 +86,22 @@ def _holds_number(text: str) -> bool:
     return bool(_NUMBER.search(_LEADING_ENUMERATOR.sub("", text)))  # "3. Grant of…": a label, not a number
 
 
+# "How long…" and "When…" ask for a time, which is a number ("within 30 days") or a word that says one: "a perpetual
+# patent license", "terminate as of the date such litigation is filed". Dev: no figure moved; "How long does the
+# patent license … last?" is answered with the patent license's sentence instead of the copyright license's, which a
+# section number after it ("3. Grant of Patent License.") had let through.
+_WANTS_TIME = re.compile(r"\bhow long\b|^when\b", re.I)
+_TIME = re.compile(r"\b(dates?|days?|until|till|perpetual|permanent(ly)?|forever|indefinite(ly)?|immediately|as of"
+                   r"|upon)\b", re.I)
+
+
+def _number_evidence(query: Query) -> Callable[[str], bool]:
+    """What tells a sentence answers a question that asks for a number (a time, for "how long" and "when")."""
+    if _WANTS_TIME.search(query.text):
+        return lambda text: _holds_number(text) or bool(_TIME.search(text))
+    return _holds_number
+
+
 _WANTS_CODE = re.compile(r"\b(how (do|can|should) (i|you|we)|which (command|function|method|macro|flag|operator)"
                          r"|what (command|function|method|macro|flag))\b|コマンド|関数|メソッド|マクロ|フラグ"
                          r"|どうすれば|どうやって|方法", re.I)
@@ -308,6 +324,7 @@ def rank_sentences(
             q_weight[t] = words[-1]
     total = sum(q_weight.values()) or 1.0
     wants_number = _wants_number(query)
+    holds_number = _number_evidence(query)
     wants_code = bool(_WANTS_CODE.search(query.text))
     wants_name = bool(_WANTS_NAME.search(query.text))
     raw: list[tuple[int, int, int, str, float, float, float]] = []
@@ -353,7 +370,7 @@ def rank_sentences(
                 factor *= 0.5  # a table row, an HTML tag, a line of code or a whole section is not one statement
             bonus = 0.0 if first == last else -PAIR_COST  # a pair must earn its second sentence
             if wants_number:
-                bonus += 0.1 if _holds_number(text) else -0.05
+                bonus += 0.1 if holds_number(text) else -0.05
             if wants_code and _CODE.search(text):
                 bonus += 0.1
             if wants_name and _NAMES.search(text):
@@ -506,7 +523,7 @@ def pick_sentences(
     lead = _named_subject(query, usable, candidates, picked) if max_sentences > 1 else None
     if lead is not None:  # with the best sentence, which the lead alone would not show
         picked = [lead, *picked[: max_sentences - 1]]
-    if floor > 0 and _wants_number(query) and not any(_holds_number(c.text) for c in picked):
+    if floor > 0 and _wants_number(query) and not any(_number_evidence(query)(c.text) for c in picked):
         # "Which version of Visual Studio…", "Rustの安定版は何週間ごとに…": sentences on the topic that state no
         # number do not answer a question that asks for one. Dev: JA abstention recall 70% -> 80%, nothing else moved.
         return []
