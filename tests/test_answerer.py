@@ -185,3 +185,10 @@ def test_a_how_long_question_is_answered_by_a_word_that_says_how_long():
     assert [p.sentence for p in picked] == ["Each Contributor grants You a perpetual patent license to sell the Work."]
     covers = Passage(source_id="S1", text="The patent license covers the Work and its contributions.")
     assert pick_sentences("How long does the patent license last?", [covers], min_score=0.1) == []
+
+
+def test_the_next_sections_heading_is_not_quoted_after_the_answer():
+    text = ("Each Contributor grants You a copyright license to copy the Work.\n3. Grant of Patent License. "
+            "Each Contributor grants You a patent license to sell the Work.")
+    picked = pick_sentences("What does the copyright license let me do?", [Passage(source_id="S1", text=text)])
+    assert [p.sentence for p in picked][:1] == ["Each Contributor grants You a copyright license to copy the Work."]

@@ -338,15 +338,17 @@ def rank_sentences(
         # Per statement, once: a unit (a statement or a pair) is led on or code when one of its statements is.
         leads_on = [bool(_NAVIGATION.search(t)) for t in spans]
         code = [_is_code_line(t) for t in spans]
+        heading = [_looks_like_heading(t) or bool(_CAPTION.match(t)) for t in spans]
         units: list[tuple[int, int, str]] = []  # (first statement, last statement, text)
         for pos, text in enumerate(spans):
             units.append((pos, pos, text))
             complete = _ends_statement(text) or text.endswith((":", "："))
             if pos + 1 < len(spans) and len(text) + len(spans[pos + 1]) <= 500 \
-                    and not text.endswith(("?", "？")) and complete:
+                    and not text.endswith(("?", "？")) and complete and not heading[pos + 1]:
                 # The fact often follows the sentence that matches the question ("If you get linker errors,
                 # install a C compiler. For example, on Ubuntu, install build-essential."): a pair is a unit too.
-                # Not a heading or caption (no sentence end, no command) with the paragraph under it.
+                # Not a heading or caption (no sentence end, no command) with the paragraph under it, nor a
+                # sentence with the next section's heading ("…filed. 4. Redistribution.": no dev figure moved).
                 # Japanese runs on after "。", not after a command ("$ rustc --version" + "バージョンナンバー…").
                 joiner = "" if query.lang == "ja" and _is_cjk(text[-1]) else " "
                 units.append((pos, pos + 1, text + joiner + spans[pos + 1]))
