@@ -322,12 +322,32 @@ def test_jaquad_questions_about_a_held_out_paragraph_are_near_misses_and_the_res
 
 
 def test_the_excerpt_under_a_source_is_the_cited_sentence_even_across_lines_and_masking():
-    from citerag.traces.join import _excerpt
+    from citerag.citations.excerpts import excerpt
 
     passage = "1. Scope.\nSubject to the terms of this License,\neach Contributor grants a licence.\nWrite to a@b.co."
-    assert _excerpt("Subject to the terms of this License, each Contributor grants a licence.", passage) == \
+    assert excerpt("Subject to the terms of this License, each Contributor grants a licence.", passage) == \
         "Subject to the terms of this License, each Contributor grants a licence."
-    assert _excerpt("Write to [EMAIL].", passage) == "Write to [EMAIL]."  # masked in the answer, masked here
+    assert excerpt("Write to [EMAIL].", passage) == "Write to [EMAIL]."  # masked in the answer, masked here
+    # The answer joins a Japanese pair with no space where the PDF's text keeps a line break between them (this
+    # showed the passage's first 300 characters under the source instead).
+    ja = "4. お手入れ\nボタンを5秒間長押ししてリセットしてください。\n交換用フィルターは純正品をお使いください。"
+    pair = "ボタンを5秒間長押ししてリセットしてください。交換用フィルターは純正品をお使いください。"
+    assert excerpt(pair, ja) == pair
+    assert excerpt("A sentence the passage does not hold.", passage).startswith("1. Scope.")
+
+
+def test_the_code_defined_agent_keeps_masked_personal_data_masked_under_the_source():
+    from citerag.citations.claude_format import AnswerPart
+    from citerag.citations.pii import PiiMasker
+    from citerag.citations.verified import finish
+
+    said = "For refunds, write to Hanako Sato at hanako.sato@example.com within 30 days."
+    passage = Passage(source_id="S1", text=f"# Refunds\n{said}\nRefunds are paid to the card.", uri="file:///r.md")
+    answer, _ = finish("Who do I write to for a refund?", [AnswerPart(text=said, sources=["S1"])], {"S1": passage},
+                       PiiMasker())
+    shown = [answer.text, *(c.text for c in answer.citations), *(s["excerpt"] for s in answer.flat_citations())]
+    assert "[EMAIL]" in answer.text and not any("hanako.sato@" in t for t in shown)
+    assert answer.sources[0].excerpt == "For refunds, write to Hanako Sato at [EMAIL] within 30 days."
 
 
 def test_a_sentence_with_masked_personal_data_keeps_its_citation_and_stays_masked_under_it(tmp_path):

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from citerag.citations import source_ids
 from citerag.citations.answer import Answer, Citation
 from citerag.citations.claude_format import AnswerPart
+from citerag.citations.excerpts import excerpt
 from citerag.citations.graders import grade, support
 from citerag.citations.pii import PiiMasker
 from citerag.documents.text import detect_language
@@ -93,7 +94,7 @@ def finish(question: str | Query, parts: Sequence[AnswerPart], returned: Mapping
         text += masked
         srcs = []
         for sid in dict.fromkeys(p.sources):
-            src = sources.get(sid) or returned[sid].model_copy(update={"excerpt": excerpt(p.text, returned[sid].text)})
+            src = sources.get(sid) or returned[sid].model_copy(update={"excerpt": excerpt(masked, returned[sid].text)})
             sources.setdefault(sid, src)
             srcs.append(src)
         if srcs:
@@ -102,14 +103,6 @@ def finish(question: str | Query, parts: Sequence[AnswerPart], returned: Mapping
     return answer, Grades(grounding=g.grounding, citation_validity=g.citation_validity,
                           context_relevance=g.context_relevance, dropped_parts=len(parts) - len(kept), useful=True,
                           pii_masked=sorted(set(fired)))
-
-
-def excerpt(claim: str, passage: str, limit: int = 300) -> str:
-    """The passage sentence(s) the claim came from, or the passage start."""
-    i = passage.find(claim)
-    if i >= 0:
-        return passage[i : i + max(len(claim), 1)][:limit]
-    return " ".join(passage.split())[:limit]
 
 
 def _shares_terms(question: str | Query, passage: str) -> bool:

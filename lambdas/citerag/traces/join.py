@@ -11,6 +11,7 @@ from typing import Any
 from citerag.citations import claude_format as cf
 from citerag.citations import messages_format as mf
 from citerag.citations.answer import Answer, Citation
+from citerag.citations.excerpts import excerpt
 from citerag.citations.payload import results_of
 from citerag.citations.pii import MASK_LABEL
 from citerag.search.passage import Passage
@@ -71,7 +72,7 @@ def answer_from_events(events: Iterable[dict[str, Any]]) -> Answer:
             r = sources.get(sid)
             if r is None:
                 continue
-            src = cited.get(sid) or r.model_copy(update={"excerpt": _excerpt(claim, r.text)})
+            src = cited.get(sid) or r.model_copy(update={"excerpt": excerpt(claim, r.text)})
             cited[sid] = src
             srcs.append(src)
         if srcs:
@@ -84,19 +85,3 @@ def _masked_form(shown: str, claim: str) -> bool:
     """Is `shown` the claim with some values masked? Each [LABEL] stands for a short run of text."""
     pieces = MASK_LABEL.split(shown)
     return len(pieces) > 1 and re.fullmatch(".{1,80}?".join(re.escape(p) for p in pieces), claim, re.S) is not None
-
-
-def _excerpt(claim: str, passage: str, limit: int = 300) -> str:
-    """The passage text the claim came from: found verbatim, or across the line breaks a text file keeps and the
-    values masking replaced ([EMAIL], kept masked); the passage start only when the claim is not in it (a model's
-    paraphrase)."""
-    i = passage.find(claim)
-    if i >= 0:
-        return passage[i : i + max(len(claim), 1)][:limit]
-    pieces = [r"\s*".join(re.escape(w) for w in part.split()) for part in MASK_LABEL.split(claim)]
-    if any(pieces):
-        m = re.search(r"[^\n]{1,80}".join(pieces), passage)  # a masked value is on one line
-        if m:
-            # The sentence as the answer shows it: what masking hid in the answer stays hidden under its source.
-            return " ".join(claim.split())[:limit]
-    return " ".join(passage.split())[:limit]
