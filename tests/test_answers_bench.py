@@ -55,8 +55,8 @@ def test_a_bad_question_file_gets_a_line_number(tmp_path):
         ab.load(tmp_path)
 
 
-def _answer(sentence: str, uri: str, page: int | None = None) -> Answer:
-    src = Passage(source_id="S1", text=sentence, uri=uri, page=page)
+def _answer(sentence: str, uri: str, page: int | None = None, excerpt: str | None = None) -> Answer:
+    src = Passage(source_id="S1", text=sentence, uri=uri, page=page, excerpt=sentence if excerpt is None else excerpt)
     return Answer(text=sentence, citations=[Citation(text=sentence, start=0, end=len(sentence), sources=[src])],
                   sources=[src])
 
@@ -72,6 +72,20 @@ def test_a_sentence_cited_to_a_file_that_does_not_hold_it_is_a_misattribution(te
     assert wrong_page["misattributed"] and not wrong_page["right"]
     right = ab.score(q, _answer(sentence, "file:///x/mpl-2.0.pdf", page=page), texts)
     assert right["right"] and not right["misattributed"]
+
+
+def test_an_excerpt_that_is_not_the_cited_sentence_is_counted(texts):
+    q = ab.Question(id="en-2", lang="en", question="Who is the license steward?", answerable=True,
+                    answers=["Mozilla Foundation"], file="mpl-2.0.pdf")
+    sentence = "Mozilla Foundation is the license steward."
+    page = next(p for (name, p), t in texts.pages.items() if name == "mpl-2.0.pdf" and "mozillafoundationis" in t)
+    shown = ab.score(q, _answer(sentence, "file:///x/mpl-2.0.pdf", page=page), texts)
+    assert shown["right"] and not shown["stray_excerpts"]
+    # The passage's first words under the source, as when the cited sentence was not found in it:
+    first = "Mozilla Public License"
+    start = ab.score(q, _answer(sentence, "file:///x/mpl-2.0.pdf", page=page, excerpt=first), texts)
+    assert start["right"] and start["stray_excerpts"] == [{"excerpt": first, "cited": f"mpl-2.0.pdf p.{page}"}]
+    assert ab.summarize([{**start, "ms": 1.0}])["test/en"]["stray_excerpts"] == 1
 
 
 def test_masked_personal_data_still_matches_its_source_and_line_breaks_do_not_matter():

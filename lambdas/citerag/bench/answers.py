@@ -7,7 +7,8 @@ Scoring, per question:
   (PDF) whose text holds the fact; abstaining or citing elsewhere is wrong;
 - unanswerable: right when the answer abstains (no cited sentence);
 - every displayed sentence must be found in the document and page it is cited to (masked personal data matches
-  anything): a sentence that is not is a misattribution, counted over all questions.
+  anything): a sentence that is not is a misattribution, counted over all questions;
+- the excerpt under each source must be a sentence the answer cites to it: one that is not is a stray excerpt.
 Questions with an odd number are the dev split (for tuning), even ones the test split (for reporting).
 """
 
@@ -145,6 +146,12 @@ def score(q: Question, answer: Answer, texts: DocTexts) -> dict[str, Any]:
         {"sentence": c.text[:200], "cited": f"{file_name(s.uri)}" + (f" p.{s.page}" if s.page else "")}
         for c in answer.citations for s in c.sources
         if not holds(texts.location(file_name(s.uri), s.page), c.text)]
+    # The excerpt under a source must be a sentence the answer cites to it, not the passage's first lines.
+    stray = [
+        {"excerpt": s.excerpt[:200], "cited": f"{file_name(s.uri)}" + (f" p.{s.page}" if s.page else "")}
+        for s in answer.sources
+        if not s.excerpt.strip() or not any(squash(s.excerpt) in squash(c.text) for c in answer.citations
+                                            if any(x.source_id == s.source_id for x in c.sources))]
     gold = [squash(a) for a in q.answers]
     right = q.answerable and any(
         g in squash(c.text) and file_name(s.uri) in (q.file, *q.also)
@@ -153,7 +160,7 @@ def score(q: Question, answer: Answer, texts: DocTexts) -> dict[str, Any]:
     cited = sorted({file_name(s.uri) + (f" p.{s.page}" if s.page else "") for s in answer.sources})
     return {"id": q.id, "lang": q.lang, "split": q.split, "answerable": q.answerable,
             "abstained": not answer.citations, "right": right if q.answerable else not answer.citations,
-            "misattributed": misattributed, "answer": answer.text[:500], "cited": cited}
+            "misattributed": misattributed, "stray_excerpts": stray, "answer": answer.text[:500], "cited": cited}
 
 
 # --- running ---------------------------------------------------------------------------------------------------
@@ -238,6 +245,7 @@ def _metrics(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "abstention_precision": (sum(not r["answerable"] for r in abstained) / len(abstained)) if abstained
         else None,
         "misattributed_sentences": sum(len(r["misattributed"]) for r in rows),
+        "stray_excerpts": sum(len(r.get("stray_excerpts", ())) for r in rows),
         "p50_ms": round(percentile(lat, 50), 1), "p95_ms": round(percentile(lat, 95), 1),
     }
 
@@ -247,7 +255,7 @@ def _rounded(interval: tuple[float, float]) -> list[float]:
 
 
 def failures(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [r for r in rows if not r["right"] or r["misattributed"]]
+    return [r for r in rows if not r["right"] or r["misattributed"] or r.get("stray_excerpts")]
 
 
 def dump(res: dict[str, Any]) -> str:

@@ -294,14 +294,16 @@ def bench_answers(
             return
         table = Table(title=f"bench-answers: {res['documents']} documents, agent {agent}")
         for col in ("split/lang", "answerable", "fact + right citation (95% CI)", "unanswerable",
-                    "abstention recall (95% CI)", "abstention precision", "misattributed", "p50 ms", "p95 ms"):
+                    "abstention recall (95% CI)", "abstention precision", "misattributed", "stray excerpts",
+                    "p50 ms", "p95 ms"):
             table.add_column(col, justify="left" if col == "split/lang" else "right")
         for key, m in res["summary"].items():
             table.add_row(key, str(m["answerable"]),
                           _pct(m["fact_with_right_citation"], m.get("fact_with_right_citation_ci95")),
                           str(m["unanswerable"]), _pct(m["abstention_recall"], m.get("abstention_recall_ci95")),
                           _pct(m["abstention_precision"]),
-                          str(m["misattributed_sentences"]), f"{m['p50_ms']:.0f}", f"{m['p95_ms']:.0f}")
+                          str(m["misattributed_sentences"]), str(m["stray_excerpts"]), f"{m['p50_ms']:.0f}",
+                          f"{m['p95_ms']:.0f}")
         out.print(table)
         if show_failures:
             from citerag.cli.common import one_line
@@ -312,6 +314,9 @@ def bench_answers(
                           f"cited {', '.join(r['cited']) or 'nothing'}", highlight=False)
                 for m in r["misattributed"]:
                     out.print(f"   [red]misattributed[/] to {m['cited']}: {one_line(m['sentence'], 120)}",
+                              highlight=False)
+                for m in r.get("stray_excerpts", ()):
+                    out.print(f"   [red]stray excerpt[/] under {m['cited']}: {one_line(m['excerpt'], 120)}",
                               highlight=False)
 
 
