@@ -267,6 +267,20 @@ def test_a_question_that_says_where_the_user_is_is_answered_though_no_document_s
                           min_score=0.3, unknown_word_min_score=1.5, max_sentences=1) == []
 
 
+def test_a_noun_that_names_the_kind_of_answer_is_not_a_word_the_documents_lack():
+    # "period" asks for a time, as "how long" does; the manual states it without the word.
+    text = ("The purifier has a two-year warranty from the date of purchase. "
+            "Register the purifier in the app within 30 days to extend the warranty by one year.")
+    stats = CorpusStats()
+    stats.add(Counter(term_id(t) for t in tokenize(text)))
+    passages = [Passage(source_id="S1", text=text)]
+    picked = pick_sentences("What is the warranty period if I register in the app?", passages, stats,
+                            min_score=0.3, unknown_word_min_score=1.5, max_sentences=1)
+    assert picked and "extend the warranty by one year" in picked[0].sentence
+    assert pick_sentences("What is the warranty period if I register in the shop?", passages, stats,
+                          min_score=0.3, unknown_word_min_score=1.5, max_sentences=1) == []
+
+
 def test_bench_answers_reports_each_language_and_split(tmp_path):
     root = tmp_path / "set"
     (root / "docs").mkdir(parents=True)

@@ -411,9 +411,13 @@ def _heading(passage: Passage) -> str:
 
 # Words any question may use that say nothing of its subject: their absence from the documents is no sign. "On my
 # machine" is where the user is, not what they ask about (dev: "How do I remove Rust and rustup from my machine?").
+# Nouns that name the kind of answer asked for ("What is the warranty period…?") are the question's type, like "how
+# long": a document states the period ("a two-year warranty") without the word. No dev answer changed; not "year" or
+# "date", whose absence does mark documents that state none (dev: "In what year was the MPL 2.0 released?").
 _FILLER = frozenset(tokenize(
     "my me mine you your we our us someone somebody anyone people person they them themselves it long many much "
     "machine computer pc laptop "
+    "period duration length amount number size type name value reason purpose difference meaning "
     "often count get got do does did make made use used need want can could should would call called mean means "
     "happen happens work way ways thing things kind good best better possible able exist exactly actually really "
     "also still there here how what which who whom whose when where why is are was were be been am the a an to "
