@@ -192,3 +192,11 @@ def test_the_next_sections_heading_is_not_quoted_after_the_answer():
             "Each Contributor grants You a patent license to sell the Work.")
     picked = pick_sentences("What does the copyright license let me do?", [Passage(source_id="S1", text=text)])
     assert [p.sentence for p in picked][:1] == ["Each Contributor grants You a copyright license to copy the Work."]
+
+
+def test_a_sentence_is_about_what_its_sections_heading_says():
+    # Both sentences hold "default type"; only the section's heading says which one is about floating-point numbers.
+    integers = Passage(source_id="S1", text="The default type is i32.", section="Data Types > Integer Types")
+    floats = Passage(source_id="S2", text="The default type is f64.", section="Data Types > Floating-Point Types")
+    picked = pick_sentences("What is the default floating-point type?", [integers, floats], max_sentences=1)
+    assert [(p.source_id, p.sentence) for p in picked] == [("S2", "The default type is f64.")]
