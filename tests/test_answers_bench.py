@@ -362,6 +362,14 @@ def test_the_excerpt_under_a_source_is_the_cited_sentence_even_across_lines_and_
     pair = "ボタンを5秒間長押ししてリセットしてください。交換用フィルターは純正品をお使いください。"
     assert excerpt(pair, ja) == pair
     assert excerpt("A sentence the passage does not hold.", passage).startswith("1. Scope.")
+    # A masked value may run over a line break; and what the answer masks stays masked under the source even when
+    # the sentence is not found (a paraphrase shows the passage's start, masked).
+    assert excerpt("Write to [NAME] for refunds.", "Write to Jane\nDoe for refunds.") == "Write to [NAME] for refunds."
+    assert excerpt("Mail [EMAIL] about it.", "Write to a@b.co for refunds.") == "Write to [EMAIL] for refunds."
+    # Nothing to look for is not found anywhere, and many labels cost no more than one (a regex with a lazy gap per
+    # label took minutes on this).
+    assert excerpt(" ", passage).startswith("1. Scope.") and excerpt("[EMAIL].", passage).startswith("1. Scope.")
+    assert excerpt("[EMAIL] x" * 6 + " y", "x " * 5000).startswith("x x")
 
 
 def test_the_code_defined_agent_keeps_masked_personal_data_masked_under_the_source():

@@ -2,29 +2,67 @@
 
 from __future__ import annotations
 
-import re
+from collections.abc import Callable
 
-from citerag.citations.pii import MASK_LABEL
+from citerag.citations.pii import MASK_LABEL, PiiMasker
 
 EXCERPT_CHARS = 300
-_MASKED_VALUE = r"[^\n]{1,80}?"  # a masked value (an address, a number) is short and on one line
+MASKED_VALUE_CHARS = 80  # a masked value (an address, a number) is short
 
 
-def _pattern(shown: str) -> re.Pattern[str]:
-    """The shown sentence with any whitespace allowed between its characters: the answer joins a Japanese pair
-    with none where the passage keeps a line break ("…ください。\\n交換用…"), a text file breaks lines inside a
-    sentence, and each mask label ([EMAIL]) stands for the value it replaced."""
-    parts = []
-    for i, piece in enumerate(MASK_LABEL.split(shown)):
-        if i:
-            parts.append(_MASKED_VALUE)
-        parts.append(r"\s*".join(re.escape(ch) for ch in piece if not ch.isspace()))
-    return re.compile(r"\s*".join(p for p in parts if p))
-
-
-def excerpt(shown: str, passage: str, limit: int = EXCERPT_CHARS) -> str:
-    """The cited sentence as the answer shows it (masked values stay masked) when the passage holds it; the passage
-    start only when it does not (a model's paraphrase)."""
-    if passage.find(shown) >= 0 or (shown.strip() and _pattern(shown).search(passage)):
+def excerpt(shown: str, passage: str, limit: int = EXCERPT_CHARS, mask: Callable[[str], str] | None = None) -> str:
+    """The cited sentence as the answer shows it (masked values stay masked) when the passage holds it; else (a
+    model's paraphrase) the passage's start, masked like the answer: `mask`, or the default rules when the
+    answer shows a mask label, since what the answer hides must not appear under its source."""
+    if _holds(passage, shown):
         return " ".join(shown.split())[:limit]
-    return " ".join(passage.split())[:limit]
+    start = " ".join(passage.split())[:limit]
+    if mask is None and MASK_LABEL.search(shown):
+        mask = _default_mask
+    return mask(start) if mask else start
+
+
+def _default_mask(text: str) -> str:
+    return PiiMasker().mask(text)[0]
+
+
+def _holds(passage: str, shown: str) -> bool:
+    """Does the passage hold the shown sentence, whitespace aside (the answer joins a Japanese pair with none where
+    the document keeps a line break; a text file breaks lines inside sentences), each mask label standing for 1 to
+    MASKED_VALUE_CHARS characters? Pieces are matched in order over the positions each can end at, so the cost stays
+    linear in the passage for any number of labels (a regex with one lazy gap per label backtracks exponentially)."""
+    pieces = ["".join(p.split()) for p in MASK_LABEL.split(shown)]
+    if len("".join(pieces)) < 2:
+        return False  # labels and punctuation alone would match any passage
+    text = "".join(passage.split())
+    n = len(text)
+    reach: bytearray | None = None  # where the text read so far can end; None: anywhere (nothing read yet)
+    for i, piece in enumerate(pieces):
+        if i:
+            reach = _after_masked_value(reach, n)
+        if not piece:
+            continue
+        ends = bytearray(n + 1)
+        j = text.find(piece)
+        while j >= 0:
+            if reach is None or reach[j]:
+                ends[j + len(piece)] = 1
+            j = text.find(piece, j + 1)
+        if not any(ends):
+            return False
+        reach = ends
+    return reach is None or any(reach)
+
+
+def _after_masked_value(reach: bytearray | None, n: int) -> bytearray | None:
+    """The positions 1..MASKED_VALUE_CHARS characters after any position in `reach`."""
+    if reach is None:
+        return None
+    out = bytearray(n + 1)
+    window = 0  # how many reachable positions lie in (p - MASKED_VALUE_CHARS - 1, p - 1]
+    for p in range(1, n + 1):
+        window += reach[p - 1]
+        if p - 1 - MASKED_VALUE_CHARS >= 0:
+            window -= reach[p - 1 - MASKED_VALUE_CHARS]
+        out[p] = window > 0
+    return out

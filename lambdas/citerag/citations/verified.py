@@ -71,7 +71,7 @@ def finish(question: str | Query, parts: Sequence[AnswerPart], returned: Mapping
            *, min_support: float = 0.5) -> tuple[Answer, Grades]:
     """Grade, mask and assemble the verified parts into the Answer the user sees."""
     passages = {sid: p.text for sid, p in returned.items()}
-    parts = [p for p in parts if p.text]
+    parts = [p for p in parts if p.text.strip()]
     g = grade(question, parts, passages, min_support=min_support)
     kept = [p for p in parts if not p.sources
             or max((support(p.text, passages[s]) for s in p.sources if s in passages), default=0.0) >= min_support]
@@ -94,7 +94,8 @@ def finish(question: str | Query, parts: Sequence[AnswerPart], returned: Mapping
         text += masked
         srcs = []
         for sid in dict.fromkeys(p.sources):
-            src = sources.get(sid) or returned[sid].model_copy(update={"excerpt": excerpt(masked, returned[sid].text)})
+            src = sources.get(sid) or returned[sid].model_copy(
+                update={"excerpt": excerpt(masked, returned[sid].text, mask=lambda t: masker.mask(t)[0])})
             sources.setdefault(sid, src)
             srcs.append(src)
         if srcs:
