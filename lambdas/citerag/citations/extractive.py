@@ -91,8 +91,8 @@ def _holds_number(text: str) -> bool:
 # patent license … last?" is answered with the patent license's sentence instead of the copyright license's, which a
 # section number after it ("3. Grant of Patent License.") had let through.
 _WANTS_TIME = re.compile(r"\bhow long\b|^when\b", re.I)
-_TIME = re.compile(r"\b(dates?|days?|until|till|perpetual|permanent(ly)?|forever|indefinite(ly)?|immediately|as of"
-                   r"|upon)\b", re.I)
+_TIME = re.compile(r"\b(dates?|days?|until|till|perpetual|permanent(ly)?|forever|indefinite(ly)?|immediately)\b",
+                   re.I)
 
 
 def _number_evidence(query: Query) -> Callable[[str], bool]:
@@ -155,7 +155,10 @@ def _statements(text: str, lines_wrap: bool = True) -> list[str]:
         piece = span.text.strip(" …")
         gap = text[span.start - 2 : span.start] if span.start >= 2 else ""
         same_line = gap.endswith(" ")
-        wrapped = lines_wrap and gap.endswith("\n") and not gap.startswith("\n")  # the sentence goes on
+        # One line break inside a sentence: a text file's wrap. In a PDF's text the loader joined the wrapped lines,
+        # save those it judged short (a page of wide table rows sets the bar high): a line that goes on in lower
+        # case is still one of them.
+        wrapped = gap.endswith("\n") and not gap.startswith("\n") and (lines_wrap or piece[:1].islower())
         if out and _ENUMERATOR.match(out[-1]):
             out[-1] = f"{out[-1]} {piece}"  # "3." + "Grant of Patent License.": the number labels what follows
         elif out and same_line and out[-1].rstrip("”’\"')").endswith((".", "!", "?")) \
@@ -479,15 +482,18 @@ def _named_subject(query: Query, usable: list[Passage], candidates: list[Candida
 
 # A sentence that opens by pointing back ("It then uses a pattern…", "事実、…ルナ20号がその場所に降り立ち…", "同年8月に
 # …") cannot be checked alone: what it points at is in the sentence before.
-_REFERS_BACK = re.compile(r"^(?:この|その|これ|それ|ここ|そこ|こうした|そうした|同年|同日|同月|事実、"
-                          r"|(?:this|these|that|those|it|they|such)\b)", re.I)
+# Not "これまで"/"これから" (until now, from now on) or "ここでは" (in this section), which point at the document, nor
+# the "it" of "It is possible to…", which points at nothing.
+_REFERS_BACK = re.compile(r"^[“\"「『(（]?(?:この|その|これ(?!まで|から)|それ|ここ(?!では)|そこ|こうした|そうした"
+                          r"|同年|同日|同月|事実、|(?:[Tt]his|[Tt]hese|[Tt]hat|[Tt]hose"
+                          r"|It(?! (?:is|was) \w+ (?:to|that)\b)|Its|They|Such)\b)")
 
 
 def _antecedent(best: Candidate, candidates: list[Candidate]) -> Candidate | None:
     """The statement before the best one when the best opens by pointing back to it, unless that statement is a
     heading, a caption, code or otherwise scored down more than the best (the same passage, so the same topic).
     JaQuAD dev facts 86.3% -> 87.2% (jq-1173: "その場所" is "危難の海の南西部", named just before), nothing else
-    moved on dev; 22 of 542 answers grow by a sentence."""
+    moved on dev or test; 22 of 542 answers grow by a sentence."""
     if best.pos == 0 or not _REFERS_BACK.match(best.text):
         return None
     return next((c for c in candidates if c.rank == best.rank and c.pos == c.last == best.pos - 1
@@ -526,10 +532,6 @@ def pick_sentences(
             break
         if not any(c.rank == o.rank and c.pos <= o.last and o.pos <= c.last for o in picked):
             picked.append(c)  # a runner-up that does not overlap the sentences already in the answer
-    antecedent = _antecedent(best, candidates)
-    if antecedent is not None and not any(o.rank == antecedent.rank and o.pos <= antecedent.pos <= o.last
-                                          for o in picked):
-        picked.append(antecedent)  # beside the runner-up, not instead of it: it explains, it does not answer
     lead = _named_subject(query, usable, candidates, picked) if max_sentences > 1 else None
     if lead is not None:  # with the best sentence, which the lead alone would not show
         picked = [lead, *picked[: max_sentences - 1]]
@@ -537,6 +539,12 @@ def pick_sentences(
         # "Which version of Visual Studio…", "Rustの安定版は何週間ごとに…": sentences on the topic that state no
         # number do not answer a question that asks for one. Dev: JA abstention recall 70% -> 80%, nothing else moved.
         return []
+    antecedent = _antecedent(best, candidates) if best in picked else None
+    if antecedent is not None and not any(o.rank == antecedent.rank and o.pos <= antecedent.pos <= o.last
+                                          for o in picked):
+        # One more than max_sentences: it makes the best sentence readable, it answers nothing (so it is added
+        # after the number check, and takes no runner-up's place).
+        picked.append(antecedent)
     # Read in document order: by passage rank, then position within the passage.
     picked.sort(key=lambda c: (c.rank, c.pos))
     return [Picked(usable[c.rank].source_id, c.text, c.score) for c in picked]
