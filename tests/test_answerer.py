@@ -4,7 +4,7 @@ from collections import Counter
 
 import pytest
 
-from citerag.citations.extractive import pick_sentences
+from citerag.citations.extractive import ANSWER_MIN_SCORE, _statements, pick_sentences
 from citerag.search.passage import Passage
 from citerag.search.sparse import CorpusStats, term_id, tokenize
 
@@ -153,7 +153,9 @@ def test_a_line_of_code_is_not_quoted_as_a_sentence_of_the_answer():
      "When was the Sapporo branch closed?", "Harbor Bank was founded"),
     ("危難の海の南西部は候補から外れた。事実、ルナ20号がその場所に着陸して試料を持ち帰った。",
      "ルナ20号が着陸して試料を持ち帰った地点はどこですか？", "危難の海の南西部"),
-], ids=["en", "ja"])
+    ("Serde is a crate by David Tolnay. It is used to convert structs into JSON text.",
+     "What is used to convert structs into JSON text?", "Serde is a crate"),
+], ids=["en", "ja", "it-is-used-to"])
 def test_a_sentence_that_points_back_is_answered_with_the_sentence_it_points_to(text, question, antecedent):
     picked = pick_sentences(question, [Passage(source_id="S1", text=text)])
     assert [p.sentence.startswith(antecedent) for p in picked] == [True, False]  # in document order
@@ -180,6 +182,9 @@ def test_a_pdf_heading_left_on_its_own_line_is_not_read_into_the_sentence_under_
                     "a full refund.", page=2)
     assert [p.sentence for p in pick_sentences("Who receives a full refund?", [short])] == [
         "A customer who returns the product within thirty days of purchase receives a full refund."]
+    # A short label over a list of lower-case items is not a sentence that goes on.
+    assert _statements("Package contents\ncharger\nUSB cable", lines_wrap=False) == ["Package contents", "charger",
+                                                                                      "USB cable"]
     # A text file keeps its line breaks: there a sentence does go on over one.
     text = Passage(source_id="S1", text="Subject to the terms of this License, each\nContributor grants a licence.")
     assert [p.sentence for p in pick_sentences("What does each Contributor grant?", [text])] == [
@@ -201,6 +206,13 @@ def test_the_next_sections_heading_is_not_quoted_after_the_answer():
             "Each Contributor grants You a patent license to sell the Work.")
     picked = pick_sentences("What does the copyright license let me do?", [Passage(source_id="S1", text=text)])
     assert [p.sentence for p in picked][:1] == ["Each Contributor grants You a copyright license to copy the Work."]
+
+
+def test_a_sections_heading_does_not_make_a_sentence_that_shares_no_word_with_the_question_an_answer():
+    batteries = Passage(source_id="S1", text="Batteries are sold separately. Store them in a cool place.",
+                        section="Warranty > Camera bag")
+    assert pick_sentences("Is the camera bag warranty transferable?", [batteries],
+                          min_score=ANSWER_MIN_SCORE) == []
 
 
 def test_a_sentence_is_about_what_its_sections_heading_says():

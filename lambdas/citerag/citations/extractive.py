@@ -156,9 +156,11 @@ def _statements(text: str, lines_wrap: bool = True) -> list[str]:
         gap = text[span.start - 2 : span.start] if span.start >= 2 else ""
         same_line = gap.endswith(" ")
         # One line break inside a sentence: a text file's wrap. In a PDF's text the loader joined the wrapped lines,
-        # save those it judged short (a page of wide table rows sets the bar high): a line that goes on in lower
-        # case is still one of them.
-        wrapped = gap.endswith("\n") and not gap.startswith("\n") and (lines_wrap or piece[:1].islower())
+        # save those it judged short (a page of wide table rows sets the bar high): a line of prose that goes on in
+        # lower case to a sentence end is still one of them; a short label over a list ("Package contents\ncharger")
+        # is not.
+        goes_on = bool(out) and piece[:1].islower() and len(out[-1].split()) >= 4 and piece.endswith(_TERMINAL)
+        wrapped = gap.endswith("\n") and not gap.startswith("\n") and (lines_wrap or goes_on)
         if out and _ENUMERATOR.match(out[-1]):
             out[-1] = f"{out[-1]} {piece}"  # "3." + "Grant of Patent License.": the number labels what follows
         elif out and same_line and out[-1].rstrip("”’\"')").endswith((".", "!", "?")) \
@@ -341,7 +343,7 @@ def rank_sentences(
         # A sentence is about what its section's heading says ("基準型はf64です" under "データ型 > 浮動小数点型"): the
         # heading's terms count as the sentence's, as the model reads the sentence under it. Dev: Rust-book Japanese
         # facts 73.9% -> 82.6% (ja-005, ja-051), nothing else moved; at half weight 78.3%, at 1.25 recall falls.
-        headed = _terms(p.section, False) if p.section and not LINE_RANGE.match(p.section) else set()
+        headed = _terms(p.section, False) & q if p.section and not LINE_RANGE.match(p.section) else set()
         # Per statement, once: a unit (a statement or a pair) is led on or code when one of its statements is.
         leads_on = [bool(_NAVIGATION.search(t)) for t in spans]
         code = [_is_code_line(t) for t in spans]
@@ -363,7 +365,10 @@ def rank_sentences(
             if len(text) < 8 or text.endswith(("?", "？")):
                 # Too short to be a statement, or a question (FAQ headings restate the user's question).
                 continue
-            lexical = sum(q_weight[t] for t in (_terms(text, bool(operators)) | headed) & q) / total
+            own = _terms(text, bool(operators)) & q
+            # Only for a sentence that holds a term of the question itself: the heading says what it is about, not
+            # that it bears on the question ("Batteries are sold separately." under "Warranty > X200 camera").
+            lexical = sum(q_weight[t] for t in (own | headed) if own) / total
             factor = off_topic
             if not _ends_statement(text):
                 factor *= 0.6  # headings and fragments read badly as answers
@@ -483,10 +488,12 @@ def _named_subject(query: Query, usable: list[Passage], candidates: list[Candida
 # A sentence that opens by pointing back ("It then uses a pattern…", "事実、…ルナ20号がその場所に降り立ち…", "同年8月に
 # …") cannot be checked alone: what it points at is in the sentence before.
 # Not "これまで"/"これから" (until now, from now on) or "ここでは" (in this section), which point at the document, nor
-# the "it" of "It is possible to…", which points at nothing.
+# the "it" of "It is possible to…", which points at nothing ("It is used to…" does point back).
+_DUMMY_IT = (r"(?:possible|impossible|important|necessary|unnecessary|likely|unlikely|known|recommended|advisable"
+             r"|easy|hard|difficult|common|best|better|worth|true|clear|obvious|safe|useful|essential|helpful)")
 _REFERS_BACK = re.compile(r"^[“\"「『(（]?(?:この|その|これ(?!まで|から)|それ|ここ(?!では)|そこ|こうした|そうした"
                           r"|同年|同日|同月|事実、|(?:[Tt]his|[Tt]hese|[Tt]hat|[Tt]hose"
-                          r"|It(?! (?:is|was) \w+ (?:to|that)\b)|Its|They|Such)\b)")
+                          r"|It(?! (?:is|was) (?:not )?" + _DUMMY_IT + r" (?:to|that)\b)|Its|They|Such)\b)")
 
 
 def _antecedent(best: Candidate, candidates: list[Candidate]) -> Candidate | None:
