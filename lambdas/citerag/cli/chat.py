@@ -109,7 +109,8 @@ def _answerer(comps, agent: str, attrs: dict[str, str]):
 
     def ask_local(question: str):
         analyze(question)
-        return answer_from_events(list(runner.invoke(question, session_id=session_id, session_attributes=session)))
+        events = list(runner.invoke(question, session_id=session_id, session_attributes=session))
+        return answer_from_events(events, mask=comps.pii_mask)
 
     return ask_local
 

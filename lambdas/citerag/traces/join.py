@@ -5,7 +5,7 @@ runtime's callers, the benches and `citerag trace`."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from citerag.citations import claude_format as cf
@@ -17,7 +17,9 @@ from citerag.citations.pii import MASK_LABEL
 from citerag.search.passage import Passage
 
 
-def answer_from_events(events: Iterable[dict[str, Any]]) -> Answer:
+def answer_from_events(events: Iterable[dict[str, Any]], mask: Callable[[str], str] | None = None) -> Answer:
+    """`mask`: the rules the answer was masked with (the parser's), for an excerpt that is not the cited sentence
+    (a model's paraphrase: the passage's start); the default rules when not given."""
     text_parts: list[str] = []
     traces: list[dict[str, Any]] = []
     sources: dict[str, Passage] = {}
@@ -72,7 +74,7 @@ def answer_from_events(events: Iterable[dict[str, Any]]) -> Answer:
             r = sources.get(sid)
             if r is None:
                 continue
-            src = cited.get(sid) or r.model_copy(update={"excerpt": excerpt(claim, r.text)})
+            src = cited.get(sid) or r.model_copy(update={"excerpt": excerpt(claim, r.text, mask=mask)})
             cited[sid] = src
             srcs.append(src)
         if srcs:
