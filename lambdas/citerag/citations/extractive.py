@@ -365,10 +365,12 @@ def rank_sentences(
             if len(text) < 8 or text.endswith(("?", "？")):
                 # Too short to be a statement, or a question (FAQ headings restate the user's question).
                 continue
-            own = _terms(text, bool(operators)) & q
-            # Only for a sentence that holds a term of the question itself: the heading says what it is about, not
-            # that it bears on the question ("Batteries are sold separately." under "Warranty > X200 camera").
-            lexical = sum(q_weight[t] for t in (own | headed) if own) / total
+            held = _terms(text, bool(operators)) & q
+            if held:
+                # Only for a sentence that holds a term of the question itself: the heading says what it is about,
+                # not that it bears on the question ("Batteries are sold separately." under "Warranty > Camera bag").
+                held |= headed
+            lexical = sum(q_weight[t] for t in held) / total
             factor = off_topic
             if not _ends_statement(text):
                 factor *= 0.6  # headings and fragments read badly as answers
