@@ -305,3 +305,24 @@ def test_an_id_signed_for_another_session_is_not_shown_as_a_citation():
     answer = answer_from_events(events)
     assert [c.text for c in answer.citations] == ["Twelve months."]
     assert [s.source_id for s in answer.sources] == [S1] and answer.sources[0].page == 3
+
+
+def test_a_paraphrase_shows_its_passage_masked_with_the_rules_the_answer_was_masked_by():
+    # A model's paraphrase is not in the passage, so the passage's start is shown under the source: masked with the
+    # parser's rules (here an extra one the default rules lack), as the answer is.
+    from citerag.citations.pii import PiiMasker
+    from citerag.traces.join import answer_from_events
+
+    raw = response(text(f"<answer><answer_part><text>Refunds go through our staff.</text><sources><source>{S1}"
+                        "</source></sources></answer_part>"), stop_reason="stop_sequence")
+    results = json.dumps({"results": [{"source_id": S1, "text": "Employee E123456 handles refunds.",
+                                       "uri": "file:///r.md", "title": "Refunds"}]})
+    events = [
+        {"trace": {"trace": {"orchestrationTrace": {"observation": {"actionGroupInvocationOutput": {
+            "text": results}}}}}},
+        {"trace": {"trace": {"orchestrationTrace": {"modelInvocationOutput": {"rawResponse": {"content": raw}}}}}},
+        {"chunk": {"bytes": b"Refunds go through our staff."}},
+    ]
+    staff = PiiMasker(extra={"employee_id": r"\bE\d{6}\b"})
+    answer = answer_from_events(events, mask=lambda t: staff.mask(t)[0])
+    assert [s["excerpt"] for s in answer.flat_citations()] == ["Employee [EMPLOYEE_ID] handles refunds."]

@@ -111,7 +111,8 @@ def ask(
             agent_id, sep, alias_id = agent.partition(":")
             if not sep or not agent_id or not alias_id:
                 raise CiteragError(f"--agent {agent!r}: write local, none, or AGENT_ID:ALIAS_ID")
-            client = AgentClient(components(index, namespace).aws_client("bedrock-agent-runtime", read_timeout=120))
+            comps = components(index, namespace)
+            client = AgentClient(comps.aws_client("bedrock-agent-runtime", read_timeout=120), mask=comps.pii_mask)
             answer = client.ask(question, agent_id, alias_id, session_attributes=attrs, stream=True)
             events = client.last_events
         if save_trace:

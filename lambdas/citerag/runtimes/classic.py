@@ -36,8 +36,11 @@ ReturnControlHandler = Callable[[dict[str, Any]], str]
 
 
 class AgentClient:
-    def __init__(self, client: Any, *, max_attempts: int = 4, backoff_s: float = 0.5) -> None:
+    def __init__(self, client: Any, *, max_attempts: int = 4, backoff_s: float = 0.5,
+                 mask: Callable[[str], str] | None = None) -> None:
+        """`mask`: the rules the parser Lambda masks answers with, for an excerpt that is not the cited sentence."""
         self._client = client
+        self._mask = mask
         self.max_attempts = max_attempts
         self.backoff_s = backoff_s
         self.last_events: list[dict[str, Any]] = []
@@ -61,7 +64,7 @@ class AgentClient:
             self.last_events.extend(events)
             rc = next((e["returnControl"] for e in events if "returnControl" in e), None)
             if rc is None:
-                return answer_from_events(self.last_events)
+                return answer_from_events(self.last_events, mask=self._mask)
             if on_return_control is None:
                 raise CiteragError("the agent returned control to the application (an action group is set to "
                                    "RETURN_CONTROL); pass on_return_control to run it")
