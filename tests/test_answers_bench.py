@@ -253,32 +253,27 @@ def test_a_question_naming_what_no_document_holds_is_not_answered():
     assert pick_sentences("How do I add an element to a vector?", passages, stats, min_score=0.3)
 
 
-def test_a_question_that_says_where_the_user_is_is_answered_though_no_document_says_it():
-    text = ("To update Rust, run rustup update from your shell. "
-            "To uninstall Rust and rustup, run rustup self uninstall from your shell.")
-    stats = CorpusStats()
-    stats.add(Counter(term_id(t) for t in tokenize(text)))
-    passages = [Passage(source_id="S1", text=text)]
-    picked = pick_sentences("How do I uninstall Rust and rustup from my computer?", passages, stats,
-                            min_score=0.3, unknown_word_min_score=1.5, max_sentences=1)
-    assert picked and "rustup self uninstall" in picked[0].sentence
-    # A word that names the subject, absent from every document, still asks for the higher score.
-    assert pick_sentences("How do I uninstall Rust and rustup with Homebrew?", passages, stats,
-                          min_score=0.3, unknown_word_min_score=1.5, max_sentences=1) == []
-
-
-def test_a_noun_that_names_the_kind_of_answer_is_not_a_word_the_documents_lack():
+@pytest.mark.parametrize(("text", "asked", "answer", "missing"), [
+    # Where the user is ("my computer") says nothing of the subject.
+    ("To update Rust, run rustup update from your shell. "
+     "To uninstall Rust and rustup, run rustup self uninstall from your shell.",
+     "How do I uninstall Rust and rustup from my computer?", "rustup self uninstall",
+     "How do I uninstall Rust and rustup with Homebrew?"),
     # "period" asks for a time, as "how long" does; the manual states it without the word.
-    text = ("The purifier has a two-year warranty from the date of purchase. "
-            "Register the purifier in the app within 30 days to extend the warranty by one year.")
+    ("The purifier has a two-year warranty from the date of purchase. "
+     "Register the purifier in the app within 30 days to extend the warranty by one year.",
+     "What is the warranty period if I register in the app?", "extend the warranty by one year",
+     "What is the warranty period if I register in the shop?"),
+], ids=["where-the-user-is", "kind-of-answer"])
+def test_a_word_that_says_nothing_of_the_subject_is_not_one_the_documents_lack(text, asked, answer, missing):
     stats = CorpusStats()
     stats.add(Counter(term_id(t) for t in tokenize(text)))
     passages = [Passage(source_id="S1", text=text)]
-    picked = pick_sentences("What is the warranty period if I register in the app?", passages, stats,
-                            min_score=0.3, unknown_word_min_score=1.5, max_sentences=1)
-    assert picked and "extend the warranty by one year" in picked[0].sentence
-    assert pick_sentences("What is the warranty period if I register in the shop?", passages, stats,
-                          min_score=0.3, unknown_word_min_score=1.5, max_sentences=1) == []
+    picked = pick_sentences(asked, passages, stats, min_score=0.3, unknown_word_min_score=1.5, max_sentences=1)
+    assert picked and answer in picked[0].sentence
+    # A word that names the subject, absent from every document, still asks for the higher score.
+    assert pick_sentences(missing, passages, stats, min_score=0.3, unknown_word_min_score=1.5,
+                          max_sentences=1) == []
 
 
 def test_bench_answers_reports_each_language_and_split(tmp_path):
