@@ -141,14 +141,19 @@ def file_name(uri: str) -> str:
     return unquote(uri.rstrip("/").rsplit("/", 1)[-1])
 
 
+def _where(source) -> str:
+    """"mpl-2.0.pdf p.3", "vectors.md": the file and page a source is cited to, as the report prints it."""
+    return file_name(source.uri) + (f" p.{source.page}" if source.page else "")
+
+
 def score(q: Question, answer: Answer, texts: DocTexts) -> dict[str, Any]:
     misattributed = [
-        {"sentence": c.text[:200], "cited": f"{file_name(s.uri)}" + (f" p.{s.page}" if s.page else "")}
+        {"sentence": c.text[:200], "cited": _where(s)}
         for c in answer.citations for s in c.sources
         if not holds(texts.location(file_name(s.uri), s.page), c.text)]
     # The excerpt under a source must be a sentence the answer cites to it, not the passage's first lines.
     stray = [
-        {"excerpt": s.excerpt[:200], "cited": f"{file_name(s.uri)}" + (f" p.{s.page}" if s.page else "")}
+        {"excerpt": s.excerpt[:200], "cited": _where(s)}
         for s in answer.sources
         if not s.excerpt.strip() or not any(squash(s.excerpt) in squash(c.text) for c in answer.citations
                                             if any(x.source_id == s.source_id for x in c.sources))]
@@ -157,7 +162,7 @@ def score(q: Question, answer: Answer, texts: DocTexts) -> dict[str, Any]:
         g in squash(c.text) and file_name(s.uri) in (q.file, *q.also)
         and g in texts.location(file_name(s.uri), s.page)
         for c in answer.citations for s in c.sources for g in gold)
-    cited = sorted({file_name(s.uri) + (f" p.{s.page}" if s.page else "") for s in answer.sources})
+    cited = sorted({_where(s) for s in answer.sources})
     return {"id": q.id, "lang": q.lang, "split": q.split, "answerable": q.answerable,
             "abstained": not answer.citations, "right": right if q.answerable else not answer.citations,
             "misattributed": misattributed, "stray_excerpts": stray, "answer": answer.text[:500], "cited": cited}
