@@ -177,9 +177,14 @@ def test_a_crafted_megabyte_parses_in_under_a_second(kind):
     raw = CRAFTED[kind]
     for prompt_type in ("ORCHESTRATION", "POST_PROCESSING", "KNOWLEDGE_BASE_RESPONSE_GENERATION",
                         "PRE_PROCESSING"):
-        t0 = time.perf_counter()
-        run(raw, prompt_type, "2.0")
-        assert time.perf_counter() - t0 < 1.0, (kind, prompt_type)
+        # The fastest of three runs: a quadratic parse takes minutes every time, while a descheduled thread on a
+        # shared machine once pushed a 0.1 s parse past the second.
+        took = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            run(raw, prompt_type, "2.0")
+            took.append(time.perf_counter() - t0)
+        assert min(took) < 1.0, (kind, prompt_type)
 
 
 # --- fuzzing: arbitrary and near-miss JSON ------------------------------------------------------------------
