@@ -49,6 +49,34 @@ def test_samples_live_in_their_own_index_and_leave_once_the_user_ingests(tmp_pat
     assert json.loads(run("ingest", str(folder), "--sync", "--json").stdout)["summary"]["removed"] == 0
 
 
+def _without_the_japanese_extra(monkeypatch):
+    """As `pip install -e .[local]` leaves an environment: sudachipy cannot be imported."""
+    import sys
+
+    from citerag.adapters import sudachi_tokens
+
+    for module in ("sudachipy", "sudachidict_core"):
+        monkeypatch.setitem(sys.modules, module, None)
+    sudachi_tokens._dictionary.cache_clear()
+
+
+def test_an_install_without_the_japanese_extra_answers_from_the_samples_another_install_indexed(monkeypatch):
+    assert run("search", "HEPA filter", "--json").exit_code == 0  # this install (japanese extra) indexes them
+    _without_the_japanese_extra(monkeypatch)
+    r = run("ask", "What does error E2 mean?", "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["answered"] is True
+
+
+def test_an_index_built_with_sudachi_names_the_extra_it_needs_where_that_is_missing(tmp_path, monkeypatch):
+    index = tmp_path / "ja.sqlite"
+    assert run("ingest", str(_folder(tmp_path)), "--index", str(index)).exit_code == 0
+    _without_the_japanese_extra(monkeypatch)
+    r = run("search", "pump", "--index", str(index))
+    assert r.exit_code == 1
+    assert "pip install 'citerag[japanese]'" in r.output and "sudachipy" not in r.output
+
+
 def test_docs_table_lists_source_title_chunks_and_tenant(tmp_path):
     folder = _folder(tmp_path)
     run("ingest", str(folder), "--meta", "tenant=acme")

@@ -74,7 +74,7 @@ class Components:
     def bm25_tokens_name(self) -> str:
         """The BM25 token stream ingest and search use. "auto": the one the index was built with; for a new index,
         Sudachi's words when the japanese extra is installed (better on JaQuAD, README "Japanese words")."""
-        from citerag.adapters.sudachi_tokens import SudachiTokens, sudachi_installed
+        from citerag.adapters.sudachi_tokens import SudachiTokens
 
         s = self.settings
         if s.sparse_tokenizer == "sudachi":
@@ -87,16 +87,31 @@ class Components:
         recorded = self._sqlite_index.recorded_sparse_tokens()
         if recorded is not None:
             return recorded
-        return SudachiTokens.name if sudachi_installed() else "default"
+        return self.new_index_bm25_tokens_name
+
+    @property
+    def new_index_bm25_tokens_name(self) -> str:
+        """The BM25 token stream a new index gets from these settings and what is installed."""
+        from citerag.adapters.sudachi_tokens import SudachiTokens, sudachi_installed
+
+        s = self.settings
+        if s.sparse_tokenizer == "sudachi" or (s.sparse_tokenizer == "auto" and sudachi_installed()):
+            return SudachiTokens.name
+        return "default"
 
     @cached_property
     def bm25_tokens(self):
         """The BM25 token stream itself (Sudachi's dictionary is loaded only here, not to open an index)."""
-        from citerag.adapters.sudachi_tokens import SudachiTokens
+        from citerag.adapters.sudachi_tokens import SudachiTokens, sudachi_installed
         from citerag.search.sparse import DEFAULT_TOKENS
 
         name = self.bm25_tokens_name
         if name == SudachiTokens.name:
+            if not sudachi_installed():
+                raise CiteragError(
+                    f"the index {self.settings.resolved_index_path} was built with Sudachi's Japanese words, which "
+                    "need the japanese extra: pip install 'citerag[japanese]' (or ingest the documents again into "
+                    "a new index)")
             return SudachiTokens()
         if name == DEFAULT_TOKENS.name:
             return DEFAULT_TOKENS

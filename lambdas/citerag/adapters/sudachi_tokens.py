@@ -29,9 +29,10 @@ class SudachiTokens(BM25Tokens):
     name = "sudachi-core-c"
 
     def __init__(self) -> None:
+        self._dictionary = _dictionary()  # first: its ImportError names the extra to install
+
         from sudachipy import SplitMode
 
-        self._dictionary = _dictionary()
         self._mode = SplitMode.C
         # A sudachipy tokenizer must not be shared between threads (ingest reads on one, searches on others).
         self._local = threading.local()

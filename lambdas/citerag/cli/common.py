@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from contextlib import contextmanager
 from importlib import resources
@@ -227,8 +228,12 @@ def ensure_samples(comps: Components, quiet: bool) -> None:
 
 def samples_index_path(settings: Settings) -> Path:
     """The samples live in their own index beside the user's, never inside it (`ingest ~/docs --sync` used to keep
-    them among the user's documents)."""
-    return settings.data_dir / "samples.sqlite"
+    them among the user's documents); one per embedder and BM25 tokenizer, since an install without the japanese
+    extra (or with another embedder) cannot search a samples index another install built in the same data folder."""
+    comps = Components(settings)
+    model_id, _ = comps.embedder_identity
+    key = hashlib.blake2b(f"{model_id}\n{comps.new_index_bm25_tokens_name}".encode(), digest_size=4).hexdigest()
+    return settings.data_dir / f"samples-{key}.sqlite"
 
 
 def open_index(index: Path | None, namespace: str | None = None, *, quiet: bool = False,
