@@ -77,7 +77,7 @@ def test_invocations_stream_sse_frames_ending_with_structured_citations(server):
     final = events[-1]
     assert final["type"] == "answer" and final["answered"] and final["session_id"] == sid
     c = final["citations"][0]
-    assert set(c["sources"][0]) == {"source_id", "uri", "title", "page", "excerpt"}
+    assert set(c["sources"][0]) == {"source_id", "uri", "title", "page", "section", "excerpt"}
     assert final["text"][c["span"]["start"]:c["span"]["end"]] == c["text"]
     assert [e["kind"] for e in events if e["type"] == "step"] == ["classification", "search", "grading"]
 

@@ -58,6 +58,13 @@ def test_ask_human_output_lists_numbered_sources_with_pages():
     assert "[1]" in r.stdout and "page 5" in r.stdout and "Sources" in r.stdout
 
 
+def test_ask_human_output_gives_a_markdown_source_its_section():
+    r = run("ask", "Can I wash the HEPA filter?", env={"COLUMNS": "250"})
+    assert r.exit_code == 0
+    line = next(ln for ln in r.stdout.splitlines() if "faq-en.md" in ln)
+    assert line.endswith("faq-en.md, Kumo Pure 300 FAQ > Filters > Can I wash the HEPA filter?")  # title not repeated
+
+
 def test_ask_without_agent_steps_marks_sentences_with_source_ids():
     r = run("ask", "How long is the warranty?", "--agent", "none", "--json")
     data = json.loads(r.stdout)

@@ -77,6 +77,17 @@ def test_in_process_client_lists_the_one_definition_and_gets_cited_answers(serve
     check_session(*asyncio.run(run()))
 
 
+def test_ask_names_the_section_of_a_markdown_source_and_a_client_reads_it_back(server):
+    from citerag.citations.answer_wire import from_wire
+
+    result = call(server, "ask", {"question": "Can I wash the HEPA filter?"})
+    answer = json.loads(result.content[0].text)
+    sources = [s for c in answer["citations"] for s in c["sources"]]
+    faq = next(s for s in sources if s["uri"].endswith("faq-en.md"))
+    assert faq["page"] is None and faq["section"] == "Kumo Pure 300 FAQ > Filters > Can I wash the HEPA filter?"
+    assert {s.section for s in from_wire(answer).sources if s.uri.endswith("faq-en.md")} == {faq["section"]}
+
+
 def test_stdio_server_as_claude_desktop_starts_it(comps):
     params = StdioServerParameters(command=sys.executable, args=["-c", "from citerag.cli import main; main()", "mcp"],
                                    env=env_for(comps))

@@ -90,6 +90,17 @@ def test_a_citation_opens_the_pdf_at_the_cited_page_under_the_sentence(server, b
         assert resp.headers["content-type"] == "application/pdf" and resp.read(5) == b"%PDF-"
 
 
+def test_a_markdown_source_is_listed_and_opened_with_its_section(server, browser, tmp_path):
+    page = browser.open(f"{server}/?q={quote('Can I wash the HEPA filter?')}")
+    page.wait_for("document.querySelectorAll('#sources li').length > 0")
+    assert "Kumo Pure 300 FAQ > Filters > Can I wash the HEPA filter?" in page.eval(
+        "document.querySelector('#sources li a').innerText")
+    page.eval("location.href = document.querySelector('#sources li a').href")
+    page.wait_for("document.getElementById('quote') !== null")
+    assert page.eval("document.getElementById('where').innerText") == (
+        "faq-en.md, Kumo Pure 300 FAQ > Filters > Can I wash the HEPA filter?")
+
+
 def test_only_indexed_files_are_served_and_text_is_escaped(server, browser, tmp_path):
     with pytest.raises(HTTPError) as exc:
         urlopen(f"{server}/file?uri={quote('file:///etc/passwd', safe='')}")

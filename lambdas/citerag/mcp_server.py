@@ -5,7 +5,7 @@ Two tools:
 - `search_documents`: the one tool definition (name, description, input schema from citerag.citations.tool) running
   the same search tool as the action group and the Gateway target: passages with source ids, uri, title, page;
 - `ask`: the AgentCore agent's turn in-process (classification, search, verified citations, grading, masking):
-  {text, answered, citations: [{span, text, sources: [{source_id, uri, title, page, excerpt}]}]}.
+  {text, answered, citations: [{span, text, sources: [{source_id, uri, title, page, section, excerpt}]}]}.
 
 Access is configured when the server starts (`--tenant`, `--group`), never by tool arguments. Anticipated failures
 are ToolError results the client shows (isError), never a traceback (mcp 2.x MCPServer turns other exceptions into
@@ -25,8 +25,8 @@ from citerag.runtimes.agentcore.events import MAX_PROMPT_CHARS, TurnRequest, new
 
 ASK_DESCRIPTION = (
     "Answer a question from the user's documents with verified citations: every cited span names the file (uri), "
-    "title and page of the passage it comes from, with the sentence quoted as excerpt. Use it when you want a "
-    "finished, checked answer; use search_documents to read the passages yourself.")
+    "title and page (or section) of the passage it comes from, with the sentence quoted as excerpt. Use it when you "
+    "want a finished, checked answer; use search_documents to read the passages yourself.")
 
 
 def build_server(components, *, access: dict[str, str] | None = None) -> MCPServer:

@@ -28,7 +28,7 @@ class Answer(BaseModel):
     trace: list[dict] = Field(default_factory=list)
 
     def flat_citations(self) -> list[dict]:
-        """The CLI's --json shape: [{source_id, uri, title, page, excerpt}] for each cited source."""
+        """The CLI's --json shape: [{source_id, uri, title, page, section, excerpt}] for each cited source."""
         return [s.citation() for s in self.sources]
 
 

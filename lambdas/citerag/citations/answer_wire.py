@@ -1,5 +1,6 @@
 """The Answer as JSON on the wire (the AgentCore runtime's final event, span attributes, saved traces) and back:
-{text, answered, citations: [{span: {start, end}, text, sources: [{source_id, uri, title, page, excerpt}]}]}."""
+{text, answered, citations: [{span: {start, end}, text, sources: [{source_id, uri, title, page, section, excerpt}]}]}
+(section: a Markdown or HTML heading path, or a text file's line range; null for a PDF page)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from citerag.search.passage import Passage
 
 
 def source_wire(p: Passage) -> dict[str, Any]:
-    return {"source_id": p.source_id, "uri": p.uri, "title": p.title, "page": p.page, "excerpt": p.excerpt}
+    return {"source_id": p.source_id, "uri": p.uri, "title": p.title, "page": p.page, "section": p.section,
+            "excerpt": p.excerpt}
 
 
 def to_wire(answer: Answer) -> dict[str, Any]:
@@ -33,10 +35,11 @@ def from_wire(data: dict[str, Any], trace: list[dict[str, Any]] | None = None) -
             if not isinstance(s, dict) or not s.get("source_id"):
                 continue
             sid = str(s["source_id"])
-            page = s.get("page")
+            page, section = s.get("page"), s.get("section")
             p = sources.get(sid) or Passage(source_id=sid, text=str(s.get("excerpt", "")), uri=str(s.get("uri", "")),
                                             title=str(s.get("title", "")),
                                             page=page if isinstance(page, int) and not isinstance(page, bool) else None,
+                                            section=section[:500] if isinstance(section, str) else None,
                                             excerpt=str(s.get("excerpt", "")))
             sources.setdefault(sid, p)
             srcs.append(p)

@@ -6,7 +6,7 @@ agent does the same with its parser Lambda and post-processing prompt):
 2. grading: a cited part whose words are not in the passages it cites is dropped (grounding), and an answer whose
    cited passages share nothing with the question is not shown as an answer (usefulness);
 3. PII masking per part, so every masked sentence keeps its own citation span;
-4. the Answer: text, and for each cited span the passages with {uri, title, page, excerpt}.
+4. the Answer: text, and for each cited span the passages with {uri, title, page, section, excerpt}.
 """
 
 from __future__ import annotations

@@ -18,13 +18,13 @@ from citerag.cli.common import (
     app,
     check_filter_keys,
     components,
-    display,
     errors,
     one_line,
     open_index,
     out,
     parse_meta,
     shown,
+    where,
 )
 from citerag.errors import CiteragError
 
@@ -175,9 +175,9 @@ def print_answer(answer) -> None:
         out.print()
         out.print("[bold]Sources[/]")
         for s in answer.sources:
-            page = f", page {s.page}" if s.page else ""
-            out.print(f" [bold cyan]\\[{numbers[s.source_id]}][/] {shown(display(s.uri))}{page} — {shown(s.title)}",
-                      highlight=False)
+            # A heading path already starts with the title it would repeat.
+            title = "" if s.section and not s.page and s.section.startswith(s.title) else f" — {shown(s.title)}"
+            out.print(f" [bold cyan]\\[{numbers[s.source_id]}][/] {where(s.citation())}{title}", highlight=False)
             out.print(f"      “{one_line(s.excerpt, 200)}”", highlight=False)
 
 

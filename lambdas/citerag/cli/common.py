@@ -198,10 +198,11 @@ def shown(text: object) -> str:
 
 
 def where(r: dict) -> str:
+    """File and location of a search result or source (a dict with uri, page, section), ready for rich output."""
     loc = display(r["uri"])
     if r.get("page"):
         loc += f", page {r['page']}"
-    elif r.get("section"):
+    elif r.get("section"):  # a Markdown or HTML heading path, or a text file's line range
         loc += f", {r['section']}"
     return shown(loc)
 

@@ -29,10 +29,15 @@ a.cite{color:#2559b5;text-decoration:none;font-weight:600;margin-left:.15rem}
 <ol id="sources"></ol>
 <script>
 const $ = (id) => document.getElementById(id);
+function place(s) {  // a heading path already starts with the title it would repeat
+  if (s.page) return s.title + ', page ' + s.page;
+  if (s.section) return s.section.startsWith(s.title) ? s.section : s.title + ', ' + s.section;
+  return s.title;
+}
 function link(s) {
   const a = document.createElement('a');
   a.href = '/source?n=' + s.n + '&uri=' + encodeURIComponent(s.uri) + '&page=' + (s.page || '') +
-           '&quote=' + encodeURIComponent(s.excerpt || '');
+           '&section=' + encodeURIComponent(s.section || '') + '&quote=' + encodeURIComponent(s.excerpt || '');
   a.target = '_blank';
   return a;
 }
@@ -62,7 +67,7 @@ function show(ev) {
     $('sources-title').hidden = ev.sources_list.length === 0;
     for (const s of ev.sources_list) {
       const li = document.createElement('li'); const a = link(s);
-      a.textContent = s.title + (s.page ? ', page ' + s.page : ''); li.append(a);
+      a.textContent = place(s); li.append(a);
       const ex = document.createElement('div'); ex.className = 'excerpt'; ex.textContent = '“' + s.excerpt + '”';
       li.append(ex); $('sources').append(li);
     }
@@ -107,8 +112,8 @@ def build_app(comps):
                 numbers.setdefault(s.source_id, len(numbers) + 1)
 
             def src(s):
-                return {"n": numbers[s.source_id], "uri": s.uri, "page": s.page, "title": s.title,
-                        "excerpt": s.excerpt}
+                return {"n": numbers[s.source_id], "uri": s.uri, "page": s.page, "section": s.section,
+                        "title": s.title, "excerpt": s.excerpt}
 
             cursor = 0
             for c in answer.citations:  # one line per cited span, as the client renders them
@@ -129,10 +134,11 @@ def build_app(comps):
             return PlainTextResponse("not a document of this index", status_code=404)
         page = request.query_params.get("page", "")
         page_n = int(page) if page.isdigit() else None
+        section = request.query_params.get("section", "")[:500]
         quote_text = request.query_params.get("quote", "")[:2000]
         # Chromium's PDF viewer opens at the `#page=N` fragment (RFC 8118 §3), as the CLI's opener does.
         target = f"/file?uri={quote(uri, safe='')}" + (f"#page={page_n}" if page_n and path.suffix == ".pdf" else "")
-        where = f", page {page_n}" if page_n else ""
+        where = f", page {page_n}" if page_n else f", {section}" if section else ""
         body = (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(path.name)}"
                 f"</title><style>body{{font-family:system-ui,sans-serif;margin:1rem}}blockquote{{background:"
                 f"#fff3b0;padding:.6rem;margin:0 0 .8rem 0}}iframe{{width:100%;height:85vh;border:1px solid #ccc}}"

@@ -8,7 +8,7 @@ data) and internals, so none is ever forwarded.
   {"type": "step", "kind": "classification" | "search" | "reprompt" | "guardrail" | "grading" | "history", ...}
   {"type": "delta", "text"}                               verified, masked answer text, part by part
   {"type": "answer", "text", "answered", "citations": [{"span": {"start", "end"}, "text",
-                     "sources": [{"source_id", "uri", "title", "page", "excerpt"}]}], "session_id", "grades"}
+                     "sources": [{"source_id", "uri", "title", "page", "section", "excerpt"}]}], "session_id", "grades"}
   {"type": "error", "code", "message"}                    instead of "answer" when the turn could not finish
 """
 
