@@ -8,6 +8,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, Field
 
+from citerag.citations.excerpts import EXCERPT_CHARS, sentence_section
 from citerag.search.passage import Passage
 
 
@@ -44,7 +45,9 @@ def compose(picked: Iterable[Sentence], by_sid: Mapping[str | None, Passage]) ->
     sources: dict[str, Passage] = {}
     joiner = ""
     for p in picked:
-        src = sources.get(p.source_id) or by_sid[p.source_id].model_copy(update={"excerpt": p.sentence[:300]})
+        passage = by_sid[p.source_id]
+        src = sources.get(p.source_id) or passage.model_copy(
+            update={"excerpt": p.sentence[:EXCERPT_CHARS], "section": sentence_section(passage, p.sentence)})
         sources.setdefault(p.source_id, src)
         text += joiner
         start = len(text)

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from citerag.citations import source_ids
 from citerag.citations.answer import Answer, Citation
 from citerag.citations.claude_format import AnswerPart
-from citerag.citations.excerpts import excerpt
+from citerag.citations.excerpts import as_source
 from citerag.citations.graders import grade, support
 from citerag.citations.pii import PiiMasker
 from citerag.documents.text import detect_language
@@ -94,8 +94,7 @@ def finish(question: str | Query, parts: Sequence[AnswerPart], returned: Mapping
         text += masked
         srcs = []
         for sid in dict.fromkeys(p.sources):
-            src = sources.get(sid) or returned[sid].model_copy(
-                update={"excerpt": excerpt(masked, returned[sid].text, mask=lambda t: masker.mask(t)[0])})
+            src = sources.get(sid) or as_source(returned[sid], masked, mask=lambda t: masker.mask(t)[0])
             sources.setdefault(sid, src)
             srcs.append(src)
         if srcs:

@@ -32,7 +32,7 @@ def chunk_document(
                     source_uri=doc.source_uri,
                     title=doc.title,
                     page=section.page,
-                    section=section.section or (_lines(section.text, start, end) if doc.kind == "text" else None),
+                    section=section.section or (line_range(section.text, start, end) if doc.kind == "text" else None),
                     content_hash=doc.content_hash,
                     char_start=start,
                     char_end=end,
@@ -43,14 +43,21 @@ def chunk_document(
     return chunks
 
 
-LINE_RANGE = re.compile(r"^lines? \d+(-\d+)?$")  # what _lines gives: a text file's section is where, not what
+LINE_RANGE = re.compile(r"^lines? (\d+)(-\d+)?$")  # what line_range gives: a text file's section is where, not what
 
 
-def _lines(text: str, start: int, end: int) -> str:
-    """Where a passage of a plain-text file is: its line range (a text file has no pages or headings)."""
-    first = text.count("\n", 0, start) + 1
-    last = text.count("\n", 0, max(start, end - 1)) + 1
+def line_range(text: str, start: int, end: int, first_line: int = 1) -> str:
+    """Where characters start..end of a plain-text file are: their line range (a text file has no pages or
+    headings). `first_line`: the line `text` starts on, when it is a piece of the file."""
+    first = first_line + text.count("\n", 0, start)
+    last = first_line + text.count("\n", 0, max(start, end - 1))
     return f"line {first}" if first == last else f"lines {first}-{last}"
+
+
+def first_line(section: str | None) -> int | None:
+    """The line a passage of a plain-text file starts on (its section is a line range); None for any other."""
+    m = LINE_RANGE.match(section or "")
+    return int(m.group(1)) if m else None
 
 
 def parent_id_for(doc: LoadedDocument, s_index: int) -> str:

@@ -14,6 +14,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
+from citerag.documents.chunking import first_line, line_range
 from citerag.errors import CiteragError, DependencyError
 from citerag.search import filters as flt_mod
 from citerag.search import fusion
@@ -214,13 +215,15 @@ class SearchPipeline:
         if not parent:
             return
         if len(parent) <= self.config.max_parent_chars:
-            hit.text = parent
-            return
-        # Too long to send whole: widen the chunk symmetrically inside its parent.
-        start = hit.char_start or 0
-        end = hit.char_end if hit.char_end is not None else start + len(hit.text)
-        extra = max(0, self.config.max_parent_chars - (end - start)) // 2
-        hit.text = parent[max(0, start - extra) : min(len(parent), end + extra)]
+            begin, stop = 0, len(parent)
+        else:  # too long to send whole: widen the chunk symmetrically inside its parent
+            start = hit.char_start or 0
+            end = hit.char_end if hit.char_end is not None else start + len(hit.text)
+            extra = max(0, self.config.max_parent_chars - (end - start)) // 2
+            begin, stop = max(0, start - extra), min(len(parent), end + extra)
+        hit.text = parent[begin:stop]
+        if first_line(hit.section) is not None:  # a text file's parent is the whole file: the lines now sent
+            hit.section = line_range(parent, begin, stop)
 
 
 def _reason(exc: BaseException) -> str:

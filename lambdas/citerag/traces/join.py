@@ -11,7 +11,7 @@ from typing import Any
 from citerag.citations import claude_format as cf
 from citerag.citations import messages_format as mf
 from citerag.citations.answer import Answer, Citation
-from citerag.citations.excerpts import excerpt
+from citerag.citations.excerpts import as_source
 from citerag.citations.payload import results_of
 from citerag.citations.pii import MASK_LABEL
 from citerag.search.passage import Passage
@@ -74,7 +74,7 @@ def answer_from_events(events: Iterable[dict[str, Any]], mask: Callable[[str], s
             r = sources.get(sid)
             if r is None:
                 continue
-            src = cited.get(sid) or r.model_copy(update={"excerpt": excerpt(claim, r.text, mask=mask)})
+            src = cited.get(sid) or as_source(r, claim, mask=mask)
             cited[sid] = src
             srcs.append(src)
         if srcs:
