@@ -4,6 +4,7 @@ answer, and the cited page opened at `#page=N` (the opener is replaced, so nothi
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from typer.testing import CliRunner
@@ -35,7 +36,7 @@ def test_chat_answers_follow_ups_in_one_session_and_opens_the_cited_page(opened)
     assert "sensor" in r.stdout and "page 5" in r.stdout
     manual = (SAMPLES / "kumo-pure-300-manual-en.pdf").resolve().as_uri()
     assert opened == [f"{manual}#page=5"]
-    assert "no source [9]: choose 1 to" in r.output  # a bad number is a message, the session goes on
+    assert "no source [9]: the answer has only source [1]" in r.output  # a message, and the session goes on
 
 
 def test_chat_json_lines_time_each_answer(opened):
@@ -66,3 +67,13 @@ def test_numbering_has_no_gaps_when_the_answer_carries_source_ids():
     assert "[S" not in text
     n = sum(1 for line in text.splitlines() if line.lstrip().startswith("["))
     assert all(f"[{i}]" in text for i in range(1, n + 1))
+
+
+@pytest.mark.parametrize(("count", "says"), [(1, "the answer has only source [1]"), (3, "choose 1 to 3")])
+def test_a_source_number_the_answer_lacks_says_which_numbers_it_has(count, says):
+    from citerag.cli.opener import open_source
+    from citerag.errors import CiteragError
+    from citerag.search.passage import Passage
+
+    with pytest.raises(CiteragError, match=re.escape(f"no source [9]: {says}")):
+        open_source([Passage(text="t", uri="file:///x.pdf")] * count, 9)

@@ -24,7 +24,8 @@ def open_source(sources: list, number: int) -> str:
     if not sources:
         raise CiteragError("the answer has no sources to open")
     if not 1 <= number <= len(sources):
-        raise CiteragError(f"no source [{number}]: choose 1 to {len(sources)}")
+        choice = "the answer has only source [1]" if len(sources) == 1 else f"choose 1 to {len(sources)}"
+        raise CiteragError(f"no source [{number}]: {choice}")
     s = sources[number - 1]
     uri = page_uri(s.uri, s.page)
     if urlparse(uri).scheme not in ("file", "http", "https"):
