@@ -107,7 +107,9 @@ def test_only_indexed_files_are_served_and_text_is_escaped(server, browser, tmp_
     assert exc.value.code == 404
     uri = (SAMPLES / "kumo-pure-300-manual-en.pdf").resolve().as_uri()
     evil = "<script>document.title='pwned'</script><b>x</b>"
-    page = browser.open(f"{server}/source?uri={quote(uri, safe='')}&page=2&quote={quote(evil)}")
+    page = browser.open(f"{server}/source?uri={quote(uri, safe='')}&section={quote(evil)}&quote={quote(evil)}")
     page.wait_for("document.getElementById('quote') !== null")
     assert page.eval("document.getElementById('quote').innerText") == evil  # shown as text
-    assert page.eval("document.title") != "pwned" and page.eval("document.querySelectorAll('#quote b').length") == 0
+    assert page.eval("document.getElementById('where').innerText").endswith(evil)
+    assert page.eval("document.title") != "pwned"
+    assert page.eval("document.querySelectorAll('#quote b, #where b').length") == 0

@@ -142,7 +142,7 @@ def build_app(comps):
         body = (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(path.name)}"
                 f"</title><style>body{{font-family:system-ui,sans-serif;margin:1rem}}blockquote{{background:"
                 f"#fff3b0;padding:.6rem;margin:0 0 .8rem 0}}iframe{{width:100%;height:85vh;border:1px solid #ccc}}"
-                f"</style></head><body><h2 id='where'>{html.escape(path.name)}{where}</h2>"
+                f"</style></head><body><h2 id='where'>{html.escape(path.name + where)}</h2>"
                 f"<blockquote id='quote'>{html.escape(quote_text)}</blockquote>"
                 f"<iframe id='doc' src='{html.escape(target)}'></iframe></body></html>")
         return HTMLResponse(body)
