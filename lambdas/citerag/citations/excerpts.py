@@ -79,10 +79,9 @@ def _find(passage: str, shown: str) -> tuple[int, int] | None:
         if max(ends) < 0:
             return None
         reach = ends
-    end = next((p for p in range(n + 1) if reach is not None and reach[p] >= 0), None)
-    if reach is None or end is None:
-        return None
-    return kept[reach[end]], kept[end - 1] + 1
+    ends = reach or []
+    end = next((p for p, began in enumerate(ends) if began >= 0), None)
+    return None if end is None else (kept[ends[end]], kept[end - 1] + 1)
 
 
 def _after_masked_value(reach: list[int] | None, n: int) -> list[int] | None:
