@@ -108,6 +108,9 @@ class Components:
         name = self.bm25_tokens_name
         if name == SudachiTokens.name:
             if not sudachi_installed():
+                if self.settings.sparse_tokenizer == "sudachi":
+                    raise CiteragError("CITERAG_SPARSE_TOKENIZER=sudachi needs the japanese extra: "
+                                       "pip install 'citerag[japanese]'")
                 raise CiteragError(
                     f"the index {self.settings.resolved_index_path} was built with Sudachi's Japanese words, which "
                     "need the japanese extra: pip install 'citerag[japanese]' (or ingest the documents again into "
