@@ -136,3 +136,11 @@ def test_ask_filter_works_without_agent_none(tmp_path):
     assert r.exit_code == 0, r.output  # used to fail: "--filter works with --agent none"
     cites = json.loads(r.stdout)["citations"]
     assert cites and not any("ja" in c["uri"].rsplit("/", 1)[1] for c in cites)
+
+
+def test_asking_for_sudachi_without_the_japanese_extra_names_the_extra(tmp_path, monkeypatch):
+    _without_the_japanese_extra(monkeypatch)
+    r = runner.invoke(app, ["ingest", str(_folder(tmp_path)), "--index", str(tmp_path / "new.sqlite")],
+                      env={**FAST, "CITERAG_SPARSE_TOKENIZER": "sudachi"})
+    assert r.exit_code == 1 and "Traceback" not in r.output
+    assert "CITERAG_SPARSE_TOKENIZER=sudachi needs the japanese extra" in r.output and "built with" not in r.output
