@@ -174,27 +174,3 @@ def test_ask_json_gives_each_cited_sentence_with_its_span_sources_and_location(t
         assert out["answer"][s["start"]:s["end"]] == s["text"] and set(s["sources"]) <= set(ids)
     assert ids[out["sentences"][0]["sources"][0]]["section"] == "Policy > Refunds"
 
-
-@pytest.mark.parametrize("rooms", [20, 150])  # sent whole (under 3,000 characters), and a window of a long file
-def test_a_text_file_is_cited_by_the_line_of_the_cited_sentence(tmp_path, rooms):
-    from citerag.cli.common import components
-
-    lines = [f"Room {i} is painted in shade {i} and has {i % 5 + 1} windows." for i in range(1, rooms + 1)]
-    target = rooms * 2 // 3
-    lines[target - 1] = "The night guard answers on extension 4411."
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    (folder / "rooms.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    index = tmp_path / "rooms.sqlite"
-    assert run("ingest", str(folder), "--index", str(index)).exit_code == 0
-
-    data = json.loads(run("ask", "Which extension reaches the night guard?", "--index", str(index), "--json").stdout)
-    assert data["answered"] and data["citations"][0]["section"] == f"line {target}"  # not every line it was read in
-
-    # What the search tool sends (the chunk widened inside its file) is the lines its section names.
-    comps = components(index)
-    _, body = comps.search_tool().run({"query": "night guard extension"}, {}, lambda r, b: b)
-    hit = json.loads(body)["results"][0]
-    first, _, last = hit["section"].removeprefix("lines ").removeprefix("line ").partition("-")
-    assert " ".join(hit["text"].split()) in " ".join(lines[int(first) - 1 : int(last or first)])
-    assert int(first) <= target <= int(last or first)

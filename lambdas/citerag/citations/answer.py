@@ -8,7 +8,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, Field
 
-from citerag.citations.excerpts import EXCERPT_CHARS, sentence_section
+from citerag.citations.excerpts import as_source
 from citerag.search.passage import Passage
 
 
@@ -45,9 +45,7 @@ def compose(picked: Iterable[Sentence], by_sid: Mapping[str | None, Passage]) ->
     sources: dict[str, Passage] = {}
     joiner = ""
     for p in picked:
-        passage = by_sid[p.source_id]
-        src = sources.get(p.source_id) or passage.model_copy(
-            update={"excerpt": p.sentence[:EXCERPT_CHARS], "section": sentence_section(passage, p.sentence)})
+        src = as_source(by_sid[p.source_id], p.sentence, earlier=sources.get(p.source_id), sentence=p.sentence)
         sources.setdefault(p.source_id, src)
         text += joiner
         start = len(text)

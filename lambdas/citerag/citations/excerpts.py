@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from citerag.citations.pii import MASK_LABEL, PiiMasker
-from citerag.documents.chunking import first_line, line_range
+from citerag.documents.chunking import first_line, line_bounds, line_range, lines_label
 from citerag.search.passage import Passage
 
 EXCERPT_CHARS = 300
@@ -18,34 +18,41 @@ def excerpt(shown: str, passage: str, limit: int = EXCERPT_CHARS, mask: Callable
     model's paraphrase) the passage's start, masked like the answer (`mask`, else the default rules): what the
     answer hides must not appear under its source. Masked before it is cut, so a value the cut splits is whole
     when the rules read it."""
-    return _excerpt(shown, passage, _find(passage, shown) is not None, limit, mask)
+    return _excerpt(shown, passage, _find(passage, shown) is not None, mask, limit)
 
 
-def as_source(passage: Passage, shown: str, mask: Callable[[str], str] | None = None) -> Passage:
-    """The passage as the source of a sentence the answer shows: that sentence as its excerpt (see `excerpt`) and,
-    for a text file, the lines the sentence is on rather than every line the passage holds."""
-    span = _find(passage.text, shown)
-    return passage.model_copy(update={"excerpt": _excerpt(shown, passage.text, span is not None, EXCERPT_CHARS, mask),
-                                      "section": _lines(passage, span) or passage.section})
+def as_source(passage: Passage, shown: str, mask: Callable[[str], str] | None = None, *,
+              earlier: Passage | None = None, sentence: str | None = None) -> Passage:
+    """The passage as the source of a sentence the answer shows: that sentence as its excerpt (see `excerpt`; or
+    `sentence`, when the caller picked it from the passage itself) and, for a text file, the lines the sentence
+    is on rather than every line the passage holds. `earlier`: the source this passage already is for an earlier
+    sentence of the answer, which every citation of it shares: it keeps that sentence as its excerpt, and its
+    lines grow to take this one in."""
+    first = first_line(passage.section, passage.uri)
+    needs_excerpt = earlier is None and sentence is None
+    span = _find(passage.text, shown) if first is not None or needs_excerpt else None
+    lines = line_range(passage.text, *span, first_line=first) if span and first is not None else None
+    if earlier is not None:
+        if lines:
+            earlier.section = _spanning(earlier.section, lines)
+        return earlier
+    text = sentence[:EXCERPT_CHARS] if sentence is not None else _excerpt(shown, passage.text, span is not None, mask)
+    return passage.model_copy(update={"excerpt": text, "section": lines or passage.section})
 
 
-def sentence_section(passage: Passage, sentence: str) -> str | None:
-    """Where a sentence of the passage is: for a text file its lines, else the passage's own section."""
-    return _lines(passage, _find(passage.text, sentence)) or passage.section
-
-
-def _excerpt(shown: str, passage: str, held: bool, limit: int, mask: Callable[[str], str] | None) -> str:
+def _excerpt(shown: str, passage: str, held: bool, mask: Callable[[str], str] | None,
+             limit: int = EXCERPT_CHARS) -> str:
     if held:
         return " ".join(shown.split())[:limit]
     start = " ".join(passage.split())[: limit + MASK_MARGIN]
     return (mask or _default_mask)(start)[:limit]
 
 
-def _lines(passage: Passage, span: tuple[int, int] | None) -> str | None:
-    first = first_line(passage.section)
-    if first is None or span is None:
-        return None
-    return line_range(passage.text, span[0], span[1], first_line=first)
+def _spanning(section: str | None, lines: str) -> str:
+    a, b = line_bounds(section), line_bounds(lines)
+    if a is None or b is None:
+        return lines
+    return lines_label(min(a[0], b[0]), max(a[1], b[1]))
 
 
 def _default_mask(text: str) -> str:
@@ -61,8 +68,10 @@ def _find(passage: str, shown: str) -> tuple[int, int] | None:
     pieces = ["".join(p.split()) for p in MASK_LABEL.split(shown)]
     if len("".join(pieces)) < 2:
         return None  # labels and punctuation alone would match any passage
-    kept = [i for i, ch in enumerate(passage) if not ch.isspace()]  # the passage's offset of each character read
-    text = "".join(passage[i] for i in kept)
+    text = "".join(passage.split())
+    if len(pieces) == 1:
+        j = text.find(pieces[0])
+        return None if j < 0 else _in_passage(passage, j, j + len(pieces[0]))
     n = len(text)
     reach: list[int] | None = None  # per position the text read so far can end at, where it began (-1: cannot)
     for i, piece in enumerate(pieces):
@@ -81,7 +90,33 @@ def _find(passage: str, shown: str) -> tuple[int, int] | None:
         reach = ends
     ends = reach or []
     end = next((p for p, began in enumerate(ends) if began >= 0), None)
-    return None if end is None else (kept[ends[end]], kept[end - 1] + 1)
+    if end is None:
+        return None
+    start, stop = _in_passage(passage, ends[end], end)
+    if not pieces[0]:  # a masked value opens the sentence: the word before the first piece
+        while start > 0 and passage[start - 1].isspace():
+            start -= 1
+        while start > 0 and not passage[start - 1].isspace():
+            start -= 1
+    if not pieces[-1]:  # one closes it: the word its first character begins
+        while stop < len(passage) and not passage[stop].isspace():
+            stop += 1
+    return start, stop
+
+
+def _in_passage(passage: str, start: int, end: int) -> tuple[int, int]:
+    """The passage's offsets of characters start..end of its text without whitespace."""
+    read, first, last = 0, 0, len(passage)
+    for i, ch in enumerate(passage):
+        if ch.isspace():
+            continue
+        if read == start:
+            first = i
+        read += 1
+        if read == end:
+            last = i + 1
+            break
+    return first, last
 
 
 def _after_masked_value(reach: list[int] | None, n: int) -> list[int] | None:

@@ -94,7 +94,7 @@ def finish(question: str | Query, parts: Sequence[AnswerPart], returned: Mapping
         text += masked
         srcs = []
         for sid in dict.fromkeys(p.sources):
-            src = sources.get(sid) or as_source(returned[sid], masked, mask=lambda t: masker.mask(t)[0])
+            src = as_source(returned[sid], masked, mask=lambda t: masker.mask(t)[0], earlier=sources.get(sid))
             sources.setdefault(sid, src)
             srcs.append(src)
         if srcs:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import re
+from pathlib import PurePosixPath
+from urllib.parse import urlparse
 
+from citerag.documents.loaders import SUPPORTED_SUFFIXES
 from citerag.documents.model import Chunk, LoadedDocument
 from citerag.documents.text import Span, detect_language, split_sentences
 
@@ -50,14 +53,26 @@ def line_range(text: str, start: int, end: int, first_line: int = 1) -> str:
     """Where characters start..end of a plain-text file are: their line range (a text file has no pages or
     headings). `first_line`: the line `text` starts on, when it is a piece of the file."""
     first = first_line + text.count("\n", 0, start)
-    last = first_line + text.count("\n", 0, max(start, end - 1))
+    return lines_label(first, first_line + text.count("\n", 0, max(start, end - 1)))
+
+
+def lines_label(first: int, last: int) -> str:
     return f"line {first}" if first == last else f"lines {first}-{last}"
 
 
-def first_line(section: str | None) -> int | None:
-    """The line a passage of a plain-text file starts on (its section is a line range); None for any other."""
+def line_bounds(section: str | None) -> tuple[int, int] | None:
+    """(first, last) line of a line range section."""
     m = LINE_RANGE.match(section or "")
-    return int(m.group(1)) if m else None
+    return (int(m.group(1)), int(m.group(2)[1:]) if m.group(2) else int(m.group(1))) if m else None
+
+
+def first_line(section: str | None, uri: str) -> int | None:
+    """The line a passage of a plain-text file starts on (its section is a line range); None for any other file,
+    whose section is a heading path even where a heading reads "line 5"."""
+    if SUPPORTED_SUFFIXES.get(PurePosixPath(urlparse(uri).path).suffix.lower()) != "text":
+        return None
+    bounds = line_bounds(section)
+    return bounds[0] if bounds else None
 
 
 def parent_id_for(doc: LoadedDocument, s_index: int) -> str:

@@ -407,9 +407,9 @@ def _tidy(text: str, *, keep_lines: bool = False) -> str:
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
     text = re.sub(r"[ \t\u00a0]+", " ", text)
     text = re.sub(r" *\n *", "\n", text)
-    if not keep_lines:
-        text = re.sub(r"\n{3,}", "\n\n", text)
-    return text.strip()
+    if keep_lines:  # leading blank lines too: without them every line number would be off
+        return text.lstrip(" ").rstrip()
+    return re.sub(r"\n{3,}", "\n\n", text).strip()
 
 
 _LOADERS = {"pdf": _load_pdf, "markdown": _load_markdown, "html": _load_html, "text": _load_text}

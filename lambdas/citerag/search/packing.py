@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from citerag.documents.chunking import first_line, line_range
 from citerag.documents.text import split_sentences
 from citerag.search.passage import Passage
 from citerag.search.query import Query
@@ -69,10 +70,7 @@ def pack(
         # Every result must keep a useful part (a sentence, or all of a short text); if one cannot, drop a
         # result from the tail instead. Empty texts cost nothing and always stay.
         if n == 1 or all(share >= min(min_passage_bytes, c) for share, c in zip(shares, costs, strict=True)):
-            out = [
-                it.model_copy(update={"text": cut_to_bytes(it.text, terms, share, cost)})
-                for it, share in zip(kept, shares, strict=True)
-            ]
+            out = [_cut_passage(it, terms, share, cost) for it, share in zip(kept, shares, strict=True)]
             # A result cut down to nothing is dropped; one that was empty to begin with costs nothing and stays.
             out = [o for o, it in zip(out, kept, strict=True) if o.text or not it.text] or out[:1]
             payload = _shrink_until_fits(out, build, budget, terms, size, cost)
@@ -104,26 +102,40 @@ def _shrink_until_fits(out: list[Passage], build: Builder, budget: int, terms: s
         # Estimation slack (separators, ellipses): trim the longest text a little.
         j = max(range(len(out)), key=lambda i: cost(out[i].text))
         cur = cost(out[j].text)
-        out[j] = out[j].model_copy(update={
-            "text": cut_to_bytes(out[j].text, terms, max(0, cur - max(n - budget, cur // 10)), cost)})
+        out[j] = _cut_passage(out[j], terms, max(0, cur - max(n - budget, cur // 10)), cost)
     return None
+
+
+def _cut_passage(p: Passage, terms: set[str], max_bytes: int, cost: Callable[[str], int]) -> Passage:
+    """The passage cut to fit; a text file's names the lines it still holds (its sentence citations count lines
+    from there)."""
+    text, start, end = _cut(p.text, terms, max_bytes, cost)
+    first = first_line(p.section, p.uri)
+    if first is None or text == p.text:
+        return p.model_copy(update={"text": text})
+    return p.model_copy(update={"text": text, "section": line_range(p.text, start, end, first_line=first)})
 
 
 def cut_to_bytes(text: str, terms: set[str], max_bytes: int, cost: Callable[[str], int] | None = None) -> str:
     """Cut text to at most max_bytes (JSON-escaped UTF-8) around the sentences that best match `terms`."""
-    measure = cost or _text_cost
+    return _cut(text, terms, max_bytes, cost or _text_cost)[0]
+
+
+def _cut(text: str, terms: set[str], max_bytes: int, measure: Callable[[str], int]) -> tuple[str, int, int]:
+    """The cut text, and where what it keeps of `text` starts and ends (its ellipses aside)."""
     if measure(text) <= max_bytes:
-        return text
+        return text, 0, len(text)
     if max_bytes <= 0:
-        return ""
+        return "", 0, 0
     sentences = split_sentences(text)
     if not sentences:
-        return _truncate(text, max_bytes, measure)
+        return _truncate(text, max_bytes, measure), 0, len(text)
     scores = [len(terms.intersection(tokenize(s.text))) for s in sentences]
     best = max(range(len(sentences)), key=lambda i: (scores[i], -i))
     chosen = {best}
     if measure(sentences[best].text) > max_bytes:
-        return _truncate(sentences[best].text, max_bytes, measure)
+        s = sentences[best]
+        return _truncate(s.text, max_bytes, measure), s.start, s.end
     # Grow around the best sentence, preferring the better-scoring neighbour, while it fits.
     lo = hi = best
     while True:
@@ -143,7 +155,7 @@ def cut_to_bytes(text: str, terms: set[str], max_bytes: int, cost: Callable[[str
                 break
         if not grew:
             break
-    return _render(text, sentences, chosen)
+    return _render(text, sentences, chosen), sentences[lo].start, sentences[hi].end
 
 
 def _render(text: str, sentences, chosen: set[int]) -> str:

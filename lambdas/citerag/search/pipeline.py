@@ -222,7 +222,7 @@ class SearchPipeline:
             extra = max(0, self.config.max_parent_chars - (end - start)) // 2
             begin, stop = max(0, start - extra), min(len(parent), end + extra)
         hit.text = parent[begin:stop]
-        if first_line(hit.section) is not None:  # a text file's parent is the whole file: the lines now sent
+        if first_line(hit.section, hit.uri) is not None:  # a text file's parent is the whole file: the lines sent
             hit.section = line_range(parent, begin, stop)
 
 

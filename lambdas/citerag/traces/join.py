@@ -74,7 +74,7 @@ def answer_from_events(events: Iterable[dict[str, Any]], mask: Callable[[str], s
             r = sources.get(sid)
             if r is None:
                 continue
-            src = cited.get(sid) or as_source(r, claim, mask=mask)
+            src = as_source(r, claim, mask=mask, earlier=cited.get(sid))
             cited[sid] = src
             srcs.append(src)
         if srcs:

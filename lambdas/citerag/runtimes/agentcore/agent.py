@@ -250,7 +250,8 @@ def _run_search(tool_use: dict[str, Any], **invocation_state: Any) -> dict[str, 
     turn.pending.append(ev.step(
         "search", outcome=result.outcome, query=str(args.get("query", ""))[:500],
         filters=str(args.get("filters") or "")[:500] or None, ms=ms,
-        sources=[{"source_id": p.source_id, "uri": p.uri, "title": p.title, "page": p.page} for p in result.kept],
+        sources=[{"source_id": p.source_id, "uri": p.uri, "title": p.title, "page": p.page,
+                  "section": p.section} for p in result.kept],
         message=result.payload.get("hint") or result.payload.get("error") or result.payload.get("message")))
     if result.outcome == "denied":
         turn.denied = str(result.payload.get("error", "access denied"))

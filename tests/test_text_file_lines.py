@@ -1,0 +1,128 @@
+"""A text file is cited by the lines of the cited sentence, on every path: the passage search sends (whole file,
+widened chunk, or cut to fit the response budget) names the lines it holds, and the source under an answer names
+the lines of the sentences cited to it, masked values included."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from citerag.citations.answer import compose
+from citerag.citations.excerpts import as_source
+from citerag.citations.extractive import Picked
+from citerag.cli import app
+from citerag.documents.chunking import chunk_document
+from citerag.documents.loaders import load_path
+from citerag.search.packing import pack
+from citerag.search.passage import Passage
+from citerag.traces.join import answer_from_events
+
+runner = CliRunner()
+NOTES = "Intro.\nbob@example.com\nanswers calls at night. Write to\ncarol@example.org\nThe end."
+
+
+def passage(text: str = NOTES, section: str = "lines 3-7", uri: str = "file:///d/notes.txt") -> Passage:
+    return Passage(source_id="S1", text=text, section=section, uri=uri, title="notes")
+
+
+@pytest.mark.parametrize(("shown", "lines"), [
+    ("Intro.", "line 3"),
+    ("[EMAIL] answers calls at night.", "lines 4-5"),  # the masked value opens the sentence, a line above
+    ("Write to [EMAIL]", "lines 5-6"),  # and closes it, a line below
+    ("answers calls\u3000at night.", "line 5"),  # whitespace the answer shows differently
+])
+def test_the_source_names_the_lines_of_the_sentence_shown(shown, lines):
+    assert as_source(passage(), shown).section == lines
+    assert as_source(passage(NOTES.replace("\n", "\r\n")), shown).section == lines
+
+
+def test_a_sentence_the_passage_does_not_hold_keeps_the_passages_lines():
+    src = as_source(passage(), "A paraphrase of the notes.")
+    assert src.section == "lines 3-7" and src.excerpt.startswith("Intro.")
+
+
+def test_a_markdown_heading_that_reads_like_a_line_range_is_a_heading():
+    src = as_source(passage(section="line 5", uri="file:///d/notes.md"), "The end.")
+    assert src.section == "line 5"
+
+
+def test_two_sentences_cited_to_one_source_give_it_the_lines_of_both():
+    p = passage()
+    answer = compose([Picked("S1", "Intro.", 1.0), Picked("S1", "The end.", 1.0)], {"S1": p})
+    assert [s.section for c in answer.citations for s in c.sources] == ["lines 3-7", "lines 3-7"]
+    assert answer.sources[0].excerpt == "Intro."
+    first = as_source(p, "Intro.")
+    assert as_source(p, "Write to [EMAIL]", earlier=first) is first and first.section == "lines 3-6"
+
+
+def test_the_classic_path_names_the_lines_of_the_cited_sentence():
+    # InvokeAgent's trace: the search result the model read, then the parsed answer that cites it.
+    result = {"source_id": "S1-aaaaaa", "text": NOTES, "uri": "file:///d/notes.txt", "title": "notes",
+              "section": "lines 3-7", "score": 1.0}
+    raw = ("<answer><answer_part><text>Write to [EMAIL]</text><sources><source>S1-aaaaaa</source></sources>"
+           "</answer_part><answer_part><text>The end.</text><sources><source>S1-aaaaaa</source></sources>"
+           "</answer_part></answer>")
+    events = [
+        {"trace": {"trace": {"orchestrationTrace": {"observation": {"actionGroupInvocationOutput": {
+            "text": json.dumps({"results": [result]})}}}}}},
+        {"trace": {"trace": {"orchestrationTrace": {"modelInvocationOutput": {"rawResponse": {"content": raw}}}}}},
+        {"chunk": {"bytes": b"Write to [EMAIL] The end."}},
+    ]
+    answer = answer_from_events(events)
+    assert len(answer.citations) == 2 and [s.section for s in answer.sources] == ["lines 5-7"]
+
+
+def _rooms(tmp_path, rooms: int, target: int):
+    lines = [f"Room {i} is painted in shade {i} and has {i % 5 + 1} windows." for i in range(1, rooms + 1)]
+    lines[target - 1] = "The night guard answers on extension 4411."
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "rooms.txt").write_text("\n\n" + "\n".join(lines) + "\n", encoding="utf-8")  # two blank lines first
+    return folder, lines, target + 2
+
+
+def test_leading_blank_lines_count(tmp_path):
+    folder, _, line = _rooms(tmp_path, 10, 4)
+    chunks = chunk_document(load_path(folder / "rooms.txt"), max_chars=60, overlap_chars=0)
+    assert next(c.section for c in chunks if "night guard" in c.text) == f"line {line}"
+
+
+def test_a_passage_cut_to_fit_the_response_names_the_lines_it_still_holds():
+    text = "\n".join(f"Sentence number {i} talks about topic {i}." for i in range(1, 61))
+    p = passage(text, section="lines 11-70")
+    _, kept = pack([p], lambda ps: {"results": [x.wire() for x in ps]}, 700, "topic 40")
+    cut = kept[0]
+    assert cut.text != text and "topic 40." in cut.text
+    first, last = (int(x) for x in cut.section.removeprefix("lines ").split("-"))
+    lines = text.split("\n")
+    body = cut.text.strip("… ")
+    assert body.startswith(lines[first - 11]) and body.endswith(lines[last - 11])
+    assert as_source(cut, "Sentence number 40 talks about topic 40.").section == "line 50"
+
+
+@pytest.mark.parametrize(("rooms", "budget"), [
+    (20, None),  # the whole file is sent (under 3,000 characters)
+    (150, None),  # a window of it
+    (150, "2000"),  # a window cut to fit the response budget
+])
+def test_a_text_file_is_cited_by_the_line_of_the_cited_sentence(tmp_path, monkeypatch, rooms, budget):
+    from citerag.cli.common import components
+
+    if budget:
+        monkeypatch.setenv("CITERAG_RESPONSE_BUDGET_BYTES", budget)
+    folder, lines, line = _rooms(tmp_path, rooms, rooms * 2 // 3)
+    index = tmp_path / "rooms.sqlite"
+    assert runner.invoke(app, ["ingest", str(folder), "--index", str(index)]).exit_code == 0
+    r = runner.invoke(app, ["ask", "Which extension reaches the night guard?", "--index", str(index), "--json"])
+    data = json.loads(r.stdout)
+    assert data["answered"] and data["citations"][0]["section"] == f"line {line}"  # not every line it was read in
+
+    # What the search tool sends is the lines its section names.
+    _, body = components(index).search_tool().run({"query": "night guard extension"}, {}, lambda r, b: b)
+    hit = json.loads(body)["results"][0]
+    first, _, last = hit["section"].removeprefix("lines ").removeprefix("line ").partition("-")
+    file_lines = ["", "", *lines]
+    assert " ".join(hit["text"].strip("… ").split()) in " ".join(file_lines[int(first) - 1 : int(last or first)])
+    assert int(first) <= line <= int(last or first)
