@@ -177,3 +177,15 @@ def test_html_renders_in_headless_chromium(conversation, tmp_path):
     assert shot.exists() and shot.stat().st_size > 10_000
     dom = subprocess.run([exe, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
     assert "class=\"timeline\"" in dom.stdout and "class=\"citation\"" in dom.stdout
+
+
+def test_a_saved_trace_shows_a_markdown_sources_section(tmp_path):
+    saved, page = tmp_path / "t.json", tmp_path / "t.html"
+    env = {"COLUMNS": "300"}
+    r = CliRunner().invoke(app, ["ask", "Can I wash the HEPA filter?", "--save-trace", str(saved)], env=env)
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(app, ["trace", str(saved), "--html", str(page)], env=env)
+    section = "Kumo Pure 300 FAQ > Filters > Can I wash the HEPA filter?"
+    assert r.exit_code == 0 and f"faq-en.md, {section}" in r.stdout  # the answer's citation
+    assert f"Kumo Pure 300 FAQ, {section}" in r.stdout  # the search step's source
+    assert f"Kumo Pure 300 FAQ</a>, {section.replace('>', '&gt;')}" in page.read_text()

@@ -21,6 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from citerag.components import Components
 from citerag.errors import CiteragError
 from citerag.ingestion.progress import IngestProgress
+from citerag.search.passage import location
 from citerag.settings import Settings
 from citerag.traces.wording import plural  # noqa: F401 - the commands' one plural
 
@@ -199,12 +200,8 @@ def shown(text: object) -> str:
 
 def where(r: dict) -> str:
     """File and location of a search result or source (a dict with uri, page, section), ready for rich output."""
-    loc = display(r["uri"])
-    if r.get("page"):
-        loc += f", page {r['page']}"
-    elif r.get("section"):  # a Markdown or HTML heading path, or a text file's line range
-        loc += f", {r['section']}"
-    return shown(loc)
+    place = location(r.get("page"), r.get("section"))
+    return shown(display(r["uri"]) + (f", {place}" if place else ""))
 
 
 def one_line(text: str, n: int) -> str:

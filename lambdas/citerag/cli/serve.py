@@ -14,6 +14,7 @@ import typer
 
 from citerag.cli.common import IndexOpt, NamespaceOpt, app, err, errors, open_index
 from citerag.errors import CiteragError
+from citerag.search.passage import location
 
 MAX_QUESTION = 2000
 
@@ -138,7 +139,8 @@ def build_app(comps):
         quote_text = request.query_params.get("quote", "")[:2000]
         # Chromium's PDF viewer opens at the `#page=N` fragment (RFC 8118 §3), as the CLI's opener does.
         target = f"/file?uri={quote(uri, safe='')}" + (f"#page={page_n}" if page_n and path.suffix == ".pdf" else "")
-        where = f", page {page_n}" if page_n else f", {section}" if section else ""
+        place = location(page_n, section)
+        where = f", {place}" if place else ""
         body = (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(path.name)}"
                 f"</title><style>body{{font-family:system-ui,sans-serif;margin:1rem}}blockquote{{background:"
                 f"#fff3b0;padding:.6rem;margin:0 0 .8rem 0}}iframe{{width:100%;height:85vh;border:1px solid #ccc}}"

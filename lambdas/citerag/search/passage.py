@@ -83,6 +83,14 @@ class Passage(BaseModel):
                 "section": self.section, "excerpt": self.excerpt}
 
 
+def location(page: Any, section: Any) -> str:
+    """Where in its file a passage is, as a reader finds it: "page 5" in a PDF, else its section (a Markdown or
+    HTML heading path, a text file's lines); "" when neither is known."""
+    if isinstance(page, int) and not isinstance(page, bool) and page > 0:
+        return f"page {page}"
+    return section if isinstance(section, str) else ""
+
+
 def _int_or_none(value: Any) -> int | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 from citerag.citations.answer import Answer
 from citerag.documents.text import strip_controls
 from citerag.ingestion.files import page_uri
+from citerag.search.passage import location
 from citerag.traces.invocation_logs import iter_turn_bounds
 from citerag.traces.join import answer_from_events
 from citerag.traces.steps import Step, steps_from_events
@@ -148,9 +149,9 @@ def print_turns(console, turns: list[Turn], *, prompts: bool = False) -> None:
             if s.model:
                 text += f" [dim]({s.model})[/]"
             for src in s.detail.get("sources") or []:
-                page = f" p.{src['page']}" if src.get("page") else ""
-                text += (f"\n  [cyan]{_shown(src['source_id'])}[/] {_shown(src.get('title'))}{page} "
-                         f"{_shown(src.get('uri'))}")
+                where = location(src.get("page"), src.get("section"))
+                text += (f"\n  [cyan]{_shown(src['source_id'])}[/] {_shown(src.get('title'))}"
+                         f"{', ' + _shown(where) if where else ''} {_shown(src.get('uri'))}")
             for log in s.detail.get("lambda_logs", []):
                 text += f"\n  [magenta]lambda[/] {_shown(log.get('level', ''))} {_shown(log.get('message', ''))}"
             if prompts and s.prompt:
@@ -158,7 +159,7 @@ def print_turns(console, turns: list[Turn], *, prompts: bool = False) -> None:
             table.add_row(str(i), (s.prompt_type or "").lower(), text, tokens, str(s.ms or ""))
         cites = "\n".join(
             _shown(f"[{c.sources[0].source_id}] {c.text} -> {c.sources[0].uri}")
-            + (f" p.{c.sources[0].page}" if c.sources[0].page else "")
+            + (f", {_shown(where)}" if (where := location(c.sources[0].page, c.sources[0].section)) else "")
             for c in t.answer.citations
         )
         console.print(
@@ -271,10 +272,11 @@ def _answer_html(t: Turn) -> str:
         n = numbers.get(s.source_id)
         if n is None:
             continue
-        page = f", page {s.page}" if s.page else ""
+        where = location(s.page, s.section)
         items.append(
             f"<li id='t{t.index}-src-{n}' class='source'>[{n}] <a href='{html.escape(page_uri(s.uri, s.page))}'>"
-            f"{html.escape(s.title or s.uri)}</a>{page} <span class='meta'>{html.escape(s.source_id)}</span>"
+            f"{html.escape(s.title or s.uri)}</a>{html.escape(', ' + where) if where else ''} "
+            f"<span class='meta'>{html.escape(s.source_id)}</span>"
             f"<br><q>{html.escape(s.excerpt)}</q></li>"
         )
     return f"<h3>Answer</h3><p class='answer-text'>{''.join(out)}</p><ol class='sources'>{''.join(items)}</ol>"

@@ -119,7 +119,8 @@ def _search_body(text: str) -> tuple[dict[str, Any], str]:
         return {"text": text}, "observation"
     results = data.get("results") or []
     sources = [{"source_id": r.get("source_id"), "uri": r.get("uri"), "title": r.get("title"),
-                "page": r.get("page"), "score": r.get("score")} for r in results if isinstance(r, dict)]
+                "page": r.get("page"), "section": r.get("section"), "score": r.get("score")}
+               for r in results if isinstance(r, dict)]
     if sources:
         title = f"search returned {plural(len(sources), 'source')}: " + ", ".join(str(s["source_id"]) for s in sources)
     elif data.get("hint"):
