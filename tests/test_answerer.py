@@ -208,6 +208,16 @@ def test_the_next_sections_heading_is_not_quoted_after_the_answer():
     assert [p.sentence for p in picked][:1] == ["Each Contributor grants You a copyright license to copy the Work."]
 
 
+@pytest.mark.parametrize("heading", ["Installing rustup on Windows", "rustupをWindowsにインストールする"])
+def test_a_sections_own_heading_is_not_quoted_with_the_paragraph_under_it(heading):
+    # "rustup on" reads like a command (a statement may end with one), and a lower-case word is no Title Case.
+    text = f"{heading}\n\nOn Windows, go to the install page and follow the instructions for installing Rust."
+    windows = Passage(source_id="S1", text=text, section=f"Installation > {heading}")
+    picked = pick_sentences("How do I install Rust on Windows?", [windows], max_sentences=1)
+    assert [p.sentence for p in picked] == [
+        "On Windows, go to the install page and follow the instructions for installing Rust."]
+
+
 def test_a_sections_heading_does_not_make_a_sentence_that_shares_no_word_with_the_question_an_answer():
     batteries = Passage(source_id="S1", text="Batteries are sold separately. Store them in a cool place.",
                         section="Warranty > Camera bag")

@@ -347,13 +347,17 @@ def rank_sentences(
         # Per statement, once: a unit (a statement or a pair) is led on or code when one of its statements is.
         leads_on = [bool(_NAVIGATION.search(t)) for t in spans]
         code = [_is_code_line(t) for t in spans]
-        heading = [_looks_like_heading(t) or bool(_CAPTION.match(t)) for t in spans]
+        # The section's own heading, which the loader puts at the top of its text ("Installing rustup on Windows",
+        # where "rustup on" reads like a command and a lower-case word like prose), is a heading whatever it looks like.
+        own = _own_heading(p)
+        owns = [bool(own) and normalize(t).strip() == own for t in spans]
+        heading = [_looks_like_heading(t) or bool(_CAPTION.match(t)) or o for t, o in zip(spans, owns, strict=True)]
         units: list[tuple[int, int, str]] = []  # (first statement, last statement, text)
         for pos, text in enumerate(spans):
             units.append((pos, pos, text))
             complete = _ends_statement(text) or text.endswith((":", "："))
             if pos + 1 < len(spans) and len(text) + len(spans[pos + 1]) <= 500 \
-                    and not text.endswith(("?", "？")) and complete and not heading[pos + 1]:
+                    and not text.endswith(("?", "？")) and complete and not heading[pos + 1] and not owns[pos]:
                 # The fact often follows the sentence that matches the question ("If you get linker errors,
                 # install a C compiler. For example, on Ubuntu, install build-essential."): a pair is a unit too.
                 # Not a heading or caption (no sentence end, no command) with the paragraph under it, nor a
@@ -374,8 +378,7 @@ def rank_sentences(
             factor = off_topic
             if not _ends_statement(text):
                 factor *= 0.6  # headings and fragments read badly as answers
-            if _looks_like_heading(spans[first]) or _CAPTION.match(spans[first]) \
-                    or (first == 0 and text[:1].islower()):
+            if heading[first] or (first == 0 and text[:1].islower()):
                 # "Grant of Patent License." restates the question's words without answering it; a passage that
                 # starts mid-sentence (a chunk boundary) gives a fragment.
                 factor *= 0.3
@@ -413,6 +416,13 @@ def rank_sentences(
 
 
 HEADING_CHARS = 160
+
+
+def _own_heading(passage: Passage) -> str:
+    """The innermost heading of a Markdown or HTML passage's section, normalised; "" for any other passage."""
+    if not passage.section or LINE_RANGE.match(passage.section):
+        return ""
+    return normalize(passage.section.rsplit(" > ", 1)[-1]).strip()
 
 
 def _heading(passage: Passage) -> str:
