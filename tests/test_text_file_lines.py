@@ -126,3 +126,27 @@ def test_a_text_file_is_cited_by_the_line_of_the_cited_sentence(tmp_path, monkey
     file_lines = ["", "", *lines]
     assert " ".join(hit["text"].strip("… ").split()) in " ".join(file_lines[int(first) - 1 : int(last or first)])
     assert int(first) <= line <= int(last or first)
+
+
+def test_lines_of_a_text_file_in_s3_whose_key_holds_a_hash_or_question_mark():
+    for key in ("notes#2.txt", "faq?.txt"):
+        assert as_source(passage(uri=f"s3://docs/{key}"), "The end.").section == "line 7"
+
+
+def test_a_source_cited_for_a_paraphrase_too_names_all_its_lines_whatever_the_order():
+    p = passage()
+    for order in (["Intro.", "A paraphrase of the notes."], ["A paraphrase of the notes.", "Intro."]):
+        src = as_source(p, order[0])
+        assert as_source(p, order[1], earlier=src).section == "lines 3-7"
+
+
+def test_a_masked_value_opening_the_sentence_is_looked_for_in_its_paragraph_only():
+    p = passage("Meeting notes.\n\ncalled back later.", section="lines 1-3")
+    assert as_source(p, "[NAME] called back later.").section == "line 3"
+
+
+def test_a_sentence_truncated_to_fit_names_only_the_lines_it_keeps():
+    text = "Short one.\n" + "A very long sentence " * 40 + "ends here.\nLast line."
+    p = passage(text, section="lines 1-3")
+    _, kept = pack([p], lambda ps: {"results": [x.wire() for x in ps]}, 300, "very long sentence")
+    assert kept[0].section == "line 2" and kept[0].text.endswith("…")

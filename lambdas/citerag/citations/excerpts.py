@@ -33,8 +33,8 @@ def as_source(passage: Passage, shown: str, mask: Callable[[str], str] | None = 
     span = _find(passage.text, shown) if first is not None or needs_excerpt else None
     lines = line_range(passage.text, *span, first_line=first) if span and first is not None else None
     if earlier is not None:
-        if lines:
-            earlier.section = _spanning(earlier.section, lines)
+        if first is not None:  # a sentence not found in the passage is somewhere in all of its lines
+            earlier.section = _spanning(earlier.section, lines or passage.section or "")
         return earlier
     text = sentence[:EXCERPT_CHARS] if sentence is not None else _excerpt(shown, passage.text, span is not None, mask)
     return passage.model_copy(update={"excerpt": text, "section": lines or passage.section})
@@ -93,11 +93,14 @@ def _find(passage: str, shown: str) -> tuple[int, int] | None:
     if end is None:
         return None
     start, stop = _in_passage(passage, ends[end], end)
-    if not pieces[0]:  # a masked value opens the sentence: the word before the first piece
-        while start > 0 and passage[start - 1].isspace():
-            start -= 1
-        while start > 0 and not passage[start - 1].isspace():
-            start -= 1
+    if not pieces[0]:  # a masked value opens the sentence: the word before the first piece, in its paragraph
+        gap = start
+        while gap > 0 and passage[gap - 1].isspace():
+            gap -= 1
+        if "\n\n" not in passage[gap:start]:
+            start = gap
+            while start > 0 and not passage[start - 1].isspace():
+                start -= 1
     if not pieces[-1]:  # one closes it: the word its first character begins
         while stop < len(passage) and not passage[stop].isspace():
             stop += 1

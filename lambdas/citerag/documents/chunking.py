@@ -69,7 +69,9 @@ def line_bounds(section: str | None) -> tuple[int, int] | None:
 def first_line(section: str | None, uri: str) -> int | None:
     """The line a passage of a plain-text file starts on (its section is a line range); None for any other file,
     whose section is a heading path even where a heading reads "line 5"."""
-    if SUPPORTED_SUFFIXES.get(PurePosixPath(urlparse(uri).path).suffix.lower()) != "text":
+    # An S3 URI holds the object key as it is ("notes#2.txt"): no fragment or query to parse off.
+    path = uri.split("/", 3)[-1] if uri.startswith("s3://") else urlparse(uri).path
+    if SUPPORTED_SUFFIXES.get(PurePosixPath(path).suffix.lower()) != "text":
         return None
     bounds = line_bounds(section)
     return bounds[0] if bounds else None

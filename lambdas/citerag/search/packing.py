@@ -129,13 +129,15 @@ def _cut(text: str, terms: set[str], max_bytes: int, measure: Callable[[str], in
         return "", 0, 0
     sentences = split_sentences(text)
     if not sentences:
-        return _truncate(text, max_bytes, measure), 0, len(text)
+        kept = _kept_prefix(text, max_bytes, measure)
+        return _with_ellipsis(text, kept), 0, kept
     scores = [len(terms.intersection(tokenize(s.text))) for s in sentences]
     best = max(range(len(sentences)), key=lambda i: (scores[i], -i))
     chosen = {best}
     if measure(sentences[best].text) > max_bytes:
         s = sentences[best]
-        return _truncate(s.text, max_bytes, measure), s.start, s.end
+        kept = _kept_prefix(s.text, max_bytes, measure)
+        return _with_ellipsis(s.text, kept), s.start, s.start + kept
     # Grow around the best sentence, preferring the better-scoring neighbour, while it fits.
     lo = hi = best
     while True:
@@ -167,8 +169,8 @@ def _render(text: str, sentences, chosen: set[int]) -> str:
     return prefix + body + suffix
 
 
-def _truncate(text: str, max_bytes: int, cost: Callable[[str], int]) -> str:
-    """Longest prefix (by characters) whose escaped size fits, ending with an ellipsis."""
+def _kept_prefix(text: str, max_bytes: int, cost: Callable[[str], int]) -> int:
+    """How many characters of text fit, with an ellipsis after them (the longest such prefix)."""
     lo, hi = 0, len(text)
     while lo < hi:
         mid = (lo + hi + 1) // 2
@@ -176,7 +178,11 @@ def _truncate(text: str, max_bytes: int, cost: Callable[[str], int]) -> str:
             lo = mid
         else:
             hi = mid - 1
-    return (text[:lo] + "…") if lo else ""
+    return lo
+
+
+def _with_ellipsis(text: str, kept: int) -> str:
+    return (text[:kept] + "…") if kept else ""
 
 
 def drop_tail(
