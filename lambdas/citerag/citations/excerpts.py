@@ -1,4 +1,5 @@
-"""The excerpt under a cited source: the sentence the answer shows, checked against the passage it is cited to."""
+"""The excerpt under a cited source: the sentence the answer shows, checked against the passage it is cited to, and
+for a text file the lines that sentence is on."""
 
 from __future__ import annotations
 
