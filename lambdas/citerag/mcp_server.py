@@ -32,8 +32,8 @@ ASK_DESCRIPTION = (
 def build_server(components, *, access: dict[str, str] | None = None) -> MCPServer:
     tool = components.search_tool()
     session = dict(access or {})
-    server = MCPServer("citerag", instructions=INSTRUCTION + " Cite the source_id, file and page of every passage "
-                                                             "you use.")
+    server = MCPServer("citerag", instructions=INSTRUCTION + " Cite the source_id, file and page (or section) of "
+                                                             "every passage you use.")
 
     def search_documents(query: Any = None, filters: Any = None, top_k: Any = None) -> dict[str, Any]:
         result, body = tool.run({"query": query, "filters": filters, "top_k": top_k}, session, lambda r, b: b)
