@@ -101,10 +101,27 @@ def test_a_markdown_source_is_listed_and_opened_with_its_section(server, browser
         "faq-en.md, Kumo Pure 300 FAQ > Filters > Can I wash the HEPA filter?")
 
 
+def test_a_text_file_source_opens_at_the_cited_line_marked(server, browser, tmp_path):
+    page = browser.open(f"{server}/?q={quote('When is phone support available?')}")
+    page.wait_for("document.querySelectorAll('#sources li').length > 0")
+    assert page.eval("document.querySelector('#sources li a').innerText").endswith(", line 3")
+    page.eval("location.href = document.querySelector('#sources li a').href")
+    page.wait_for("document.getElementById('quote') !== null")
+    src = page.eval("document.getElementById('doc').getAttribute('src')")
+    assert src.startswith("/lines?") and src.endswith("&from=3&to=3#L3")
+    time.sleep(1)  # the frame paints
+    assert page.screenshot(SHOTS / "text-lines.png").stat().st_size > 10_000
+    with urlopen(server + src.split("#")[0]) as resp:
+        shown = resp.read().decode()
+    assert "<span id='L3' class='cited'><i>3</i>Phone support is available on weekdays" in shown
+    assert shown.count("class='cited'") == 1 and "<span id='L4'><i>4</i>Phone: 0120-000-300" in shown
+
+
 def test_only_indexed_files_are_served_and_text_is_escaped(server, browser, tmp_path):
-    with pytest.raises(HTTPError) as exc:
-        urlopen(f"{server}/file?uri={quote('file:///etc/passwd', safe='')}")
-    assert exc.value.code == 404
+    for route in ("file", "lines"):
+        with pytest.raises(HTTPError) as exc:
+            urlopen(f"{server}/{route}?uri={quote('file:///etc/passwd', safe='')}")
+        assert exc.value.code == 404
     uri = (SAMPLES / "kumo-pure-300-manual-en.pdf").resolve().as_uri()
     evil = "<script>document.title='pwned'</script><b>x</b>"
     page = browser.open(f"{server}/source?uri={quote(uri, safe='')}&section={quote(evil)}&quote={quote(evil)}")

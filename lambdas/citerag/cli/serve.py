@@ -1,5 +1,6 @@
 """`citerag serve`: a local web page to ask questions and read the answer with clickable citations; a citation
-opens the PDF at the cited page beside the cited sentence. Document text is HTML-escaped (the page builds every
+opens the PDF at the cited page beside the cited sentence (a text file as numbered lines, the cited ones marked).
+Document text is HTML-escaped (the page builds every
 element with textContent, never innerHTML), and only files the index holds are served."""
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ from urllib.parse import quote
 import typer
 
 from citerag.cli.common import IndexOpt, NamespaceOpt, app, err, errors, open_index
+from citerag.documents.chunking import first_line, line_bounds
 from citerag.errors import CiteragError
 from citerag.search.passage import location
 
 MAX_QUESTION = 2000
+CONTEXT_LINES = 500  # shown before and after the cited lines of a text file
 
 PAGE = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>citerag</title><style>
 body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:52rem;color:#222}
@@ -137,8 +140,12 @@ def build_app(comps):
         page_n = int(page) if page.isdigit() else None
         section = request.query_params.get("section", "")[:500]
         quote_text = request.query_params.get("quote", "")[:2000]
-        # Chromium's PDF viewer opens at the `#page=N` fragment (RFC 8118 §3), as the CLI's opener does.
+        # Chromium's PDF viewer opens at the `#page=N` fragment (RFC 8118 §3), as the CLI's opener does; a text
+        # file opens as numbered lines at the cited ones.
         target = f"/file?uri={quote(uri, safe='')}" + (f"#page={page_n}" if page_n and path.suffix == ".pdf" else "")
+        lines = line_bounds(section) if first_line(section, uri) is not None else None
+        if lines:
+            target = f"/lines?uri={quote(uri, safe='')}&from={lines[0]}&to={lines[1]}#L{lines[0]}"
         place = location(page_n, section)
         where = f", {place}" if place else ""
         body = (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(path.name)}"
@@ -155,8 +162,33 @@ def build_app(comps):
             return PlainTextResponse("not a document of this index", status_code=404)
         return FileResponse(path)
 
+    async def numbered(request):
+        path = known_file(request.query_params.get("uri", ""))
+        if path is None:
+            return PlainTextResponse("not a document of this index", status_code=404)
+        bounds = [request.query_params.get(k, "") for k in ("from", "to")]
+        first, last = (int(b) if b.isdigit() else 0 for b in bounds)
+        return HTMLResponse(numbered_lines(path.read_bytes(), first, last))
+
     return Starlette(routes=[Route("/", index), Route("/api/ask", api_ask), Route("/source", source),
-                             Route("/file", file)])
+                             Route("/file", file), Route("/lines", numbered)])
+
+
+def numbered_lines(data: bytes, first: int, last: int) -> str:
+    """A text file as the loader counts its lines (documents/loaders.py: any line ending), each with its number
+    and an anchor, lines first..last marked and CONTEXT_LINES either side of them shown; the text is escaped,
+    never markup."""
+    lines = data.decode("utf-8-sig", errors="replace").replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    start = max(1, first - CONTEXT_LINES) if first else 1
+    stop = min(len(lines), last + CONTEXT_LINES) if last else len(lines)
+    rows = []
+    for n in range(start, stop + 1):
+        mark = " class='cited'" if first <= n <= last else ""
+        rows.append(f"<span id='L{n}'{mark}><i>{n}</i>{html.escape(lines[n - 1])}</span>")
+    return ("<!DOCTYPE html><html><head><meta charset='utf-8'><style>pre{font:13px/1.5 monospace;margin:0}"
+            "span{display:block;white-space:pre-wrap}i{display:inline-block;width:4em;color:#999;font-style:normal;"
+            "user-select:none}.cited{background:#fff3b0}</style></head><body><pre>"
+            + "".join(rows) + "</pre></body></html>")
 
 
 @app.command()
