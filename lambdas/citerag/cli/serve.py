@@ -1,7 +1,7 @@
 """`citerag serve`: a local web page to ask questions and read the answer with clickable citations; a citation
 opens the PDF at the cited page beside the cited sentence (a text file as numbered lines, the cited ones marked).
-Document text is HTML-escaped (the page builds every
-element with textContent, never innerHTML), and only files the index holds are served."""
+Document text is HTML-escaped (the page builds every element with textContent, never innerHTML), and only files the
+index holds are served."""
 
 from __future__ import annotations
 
