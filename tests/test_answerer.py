@@ -191,6 +191,17 @@ def test_a_pdf_heading_left_on_its_own_line_is_not_read_into_the_sentence_under_
         "Subject to the terms of this License, each Contributor grants a licence."]
 
 
+@pytest.mark.parametrize(("heading", "sentence"), [
+    ("Kumo カスタマーサポート", "電話受付は平日9時から18時までです（祝日を除く）。"),
+    ("Customer support", "Phone support is available on weekdays from 9:00 to 18:00."),
+])
+def test_a_text_files_short_heading_line_is_not_read_into_the_sentence_under_it(heading, sentence):
+    # A text file's sentence may go on over a line break, but not from a line this short that ends no sentence.
+    assert _statements(f"{heading}\n{sentence}") == [heading, sentence]
+    wrapped = f"Phone support is available on weekdays\nfrom 9:00 to 18:00. {heading}\n{sentence}"
+    assert _statements(wrapped)[0] == "Phone support is available on weekdays from 9:00 to 18:00."
+
+
 def test_a_how_long_question_is_answered_by_a_word_that_says_how_long():
     # "perpetual" is the answer though it is no number; a sentence with no time in it still is none.
     text = "Each Contributor grants You a perpetual patent license to sell the Work. The license covers the Work."

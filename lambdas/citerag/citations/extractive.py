@@ -144,12 +144,16 @@ _ENUMERATOR = re.compile(r"^(\(?[0-9a-z]{1,3}\)|\d{1,3}(\.\d{1,3})*\.?|[a-z]\.)$
 _LEADING_ENUMERATOR = re.compile(r"^(\(?[0-9a-z]{1,3}\)|\d{1,3}(\.\d{1,3})*\.?)\s+")
 
 
+HEADING_LINE_CHARS = 24  # a line this short that ends without a sentence end is a heading ("Kumo カスタマーサポート")
+
+
 def _statements(text: str, lines_wrap: bool = True) -> list[str]:
     """The passage's sentences as an answer quotes them: "the vec! macro" and "v. 2.0" do not end a sentence (the
     next word, on the same line, is lower case or a number), and "enter this line:" takes the command on the next
     line with it. `lines_wrap`: a sentence may go on over a line break (a text file); not in a PDF's text, whose
     wrapped lines the loader already joined (what is left is a heading: "エラーを委譲する\n失敗する可能性の…")."""
     out: list[str] = []
+    whole_line: list[bool] = []  # each statement starts a line
     code_end = False  # the last statement ends with a command line, which ends it
     for span in split_sentences(text):
         piece = span.text.strip(" …")
@@ -167,7 +171,7 @@ def _statements(text: str, lines_wrap: bool = True) -> list[str]:
                 and (piece[:1].islower() or piece[:1].isdigit()):
             out[-1] = f"{out[-1]} {piece}"
         elif out and wrapped and not code_end and not out[-1].endswith((*_TERMINAL, "?", "？", ":", "：", ";")) \
-                and not _looks_like_heading(out[-1]):
+                and not _looks_like_heading(out[-1]) and not (whole_line[-1] and len(out[-1]) <= HEADING_LINE_CHARS):
             # A text file keeps its line breaks (they give the line numbers cited): a sentence wrapped over lines
             # is still one sentence.
             out[-1] += ("" if _is_cjk(out[-1][-1]) or _is_cjk(piece[0]) else " ") + piece
@@ -177,6 +181,7 @@ def _statements(text: str, lines_wrap: bool = True) -> list[str]:
             continue
         else:
             out.append(piece)
+            whole_line.append(span.start == 0 or gap.endswith("\n"))
         code_end = False
     return [part for statement in out for part in _after_markup(statement)]
 
