@@ -202,6 +202,11 @@ def test_a_text_files_short_heading_line_is_not_read_into_the_sentence_under_it(
     assert _statements(wrapped)[0] == "Phone support is available on weekdays from 9:00 to 18:00."
 
 
+@pytest.mark.parametrize("text", ["Dear customer,\nthank you for your order.", "The filter\nis washable."])
+def test_a_short_text_file_line_that_reads_on_is_the_start_of_its_sentence(text):
+    assert _statements(text) == [" ".join(text.split())]
+
+
 def test_a_how_long_question_is_answered_by_a_word_that_says_how_long():
     # "perpetual" is the answer though it is no number; a sentence with no time in it still is none.
     text = "Each Contributor grants You a perpetual patent license to sell the Work. The license covers the Work."

@@ -144,7 +144,14 @@ _ENUMERATOR = re.compile(r"^(\(?[0-9a-z]{1,3}\)|\d{1,3}(\.\d{1,3})*\.?|[a-z]\.)$
 _LEADING_ENUMERATOR = re.compile(r"^(\(?[0-9a-z]{1,3}\)|\d{1,3}(\.\d{1,3})*\.?)\s+")
 
 
-HEADING_LINE_CHARS = 24  # a line this short that ends without a sentence end is a heading ("Kumo カスタマーサポート")
+HEADING_LINE_CHARS = 24
+
+
+def _heading_line(line: str, whole: bool, after: str) -> bool:
+    """A text file's line this short that ends no sentence is a heading ("Kumo カスタマーサポート"), unless it reads
+    on: it ends with a comma ("Dear customer,") or the next line goes on in lower case ("The filter\nis washable.")."""
+    return whole and len(line) <= HEADING_LINE_CHARS and not line.endswith((",", "、", "，")) \
+        and not after[:1].islower()
 
 
 def _statements(text: str, lines_wrap: bool = True) -> list[str]:
@@ -171,7 +178,7 @@ def _statements(text: str, lines_wrap: bool = True) -> list[str]:
                 and (piece[:1].islower() or piece[:1].isdigit()):
             out[-1] = f"{out[-1]} {piece}"
         elif out and wrapped and not code_end and not out[-1].endswith((*_TERMINAL, "?", "？", ":", "：", ";")) \
-                and not _looks_like_heading(out[-1]) and not (whole_line[-1] and len(out[-1]) <= HEADING_LINE_CHARS):
+                and not _looks_like_heading(out[-1]) and not _heading_line(out[-1], whole_line[-1], piece):
             # A text file keeps its line breaks (they give the line numbers cited): a sentence wrapped over lines
             # is still one sentence.
             out[-1] += ("" if _is_cjk(out[-1][-1]) or _is_cjk(piece[0]) else " ") + piece
