@@ -196,15 +196,22 @@ def test_a_pdf_heading_left_on_its_own_line_is_not_read_into_the_sentence_under_
     ("Customer support", "Phone support is available on weekdays from 9:00 to 18:00."),
 ])
 def test_a_text_files_short_heading_line_is_not_read_into_the_sentence_under_it(heading, sentence):
-    # A text file's sentence may go on over a line break, but not from a line this short that ends no sentence.
-    assert _statements(f"{heading}\n{sentence}") == [heading, sentence]
+    # A text file's sentence may go on over a line break, but not from a short line that opens a paragraph and ends
+    # no sentence.
+    assert _statements(f"That is all.\n\n{heading}\n{sentence}") == ["That is all.", heading, sentence]
     wrapped = f"Phone support is available on weekdays\nfrom 9:00 to 18:00. {heading}\n{sentence}"
     assert _statements(wrapped)[0] == "Phone support is available on weekdays from 9:00 to 18:00."
 
 
-@pytest.mark.parametrize("text", ["Dear customer,\nthank you for your order.", "The filter\nis washable."])
-def test_a_short_text_file_line_that_reads_on_is_the_start_of_its_sentence(text):
-    assert _statements(text) == [" ".join(text.split())]
+@pytest.mark.parametrize(("before", "text"), [
+    ("\n\n", "Dear customer,\nthank you for your order."),
+    ("\n\n", "The filter\nis washable."),
+    ("\n", "The warranty lasts\n2 years from the date of purchase."),  # inside a paragraph: wrapped early
+    ("\n", "フィルターは水洗い\nできません。"),
+])
+def test_a_short_text_file_line_that_reads_on_is_the_start_of_its_sentence(before, text):
+    joined = "".join(text.split()) if "。" in text else " ".join(text.split())
+    assert _statements(f"That is all.{before}{text}")[1:] == [joined]
 
 
 def test_a_how_long_question_is_answered_by_a_word_that_says_how_long():

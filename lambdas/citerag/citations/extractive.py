@@ -147,10 +147,12 @@ _LEADING_ENUMERATOR = re.compile(r"^(\(?[0-9a-z]{1,3}\)|\d{1,3}(\.\d{1,3})*\.?)\
 HEADING_LINE_CHARS = 24
 
 
-def _heading_line(line: str, whole: bool, after: str) -> bool:
-    """A text file's line this short that ends no sentence is a heading ("Kumo カスタマーサポート"), unless it reads
-    on: it ends with a comma ("Dear customer,") or the next line goes on in lower case ("The filter\nis washable.")."""
-    return whole and len(line) <= HEADING_LINE_CHARS and not line.endswith((",", "、", "，")) \
+def _heading_line(line: str, opens_paragraph: bool, after: str) -> bool:
+    """A text file's line this short that opens a paragraph and ends no sentence is a heading ("\n\nKumo カスタマー
+    サポート\n電話受付は…"), unless it reads on: it ends with a comma ("Dear customer,") or the next line goes on in
+    lower case ("The filter\nis washable."). Inside a paragraph a short line is a sentence wrapped early
+    ("フィルターは水洗い\nできません。")."""
+    return opens_paragraph and len(line) <= HEADING_LINE_CHARS and not line.endswith((",", "、", "，")) \
         and not after[:1].islower()
 
 
@@ -160,7 +162,7 @@ def _statements(text: str, lines_wrap: bool = True) -> list[str]:
     line with it. `lines_wrap`: a sentence may go on over a line break (a text file); not in a PDF's text, whose
     wrapped lines the loader already joined (what is left is a heading: "エラーを委譲する\n失敗する可能性の…")."""
     out: list[str] = []
-    whole_line: list[bool] = []  # each statement starts a line
+    paragraph: list[bool] = []  # each statement opens a paragraph (a blank line before it)
     code_end = False  # the last statement ends with a command line, which ends it
     for span in split_sentences(text):
         piece = span.text.strip(" …")
@@ -178,7 +180,7 @@ def _statements(text: str, lines_wrap: bool = True) -> list[str]:
                 and (piece[:1].islower() or piece[:1].isdigit()):
             out[-1] = f"{out[-1]} {piece}"
         elif out and wrapped and not code_end and not out[-1].endswith((*_TERMINAL, "?", "？", ":", "：", ";")) \
-                and not _looks_like_heading(out[-1]) and not _heading_line(out[-1], whole_line[-1], piece):
+                and not _looks_like_heading(out[-1]) and not _heading_line(out[-1], paragraph[-1], piece):
             # A text file keeps its line breaks (they give the line numbers cited): a sentence wrapped over lines
             # is still one sentence.
             out[-1] += ("" if _is_cjk(out[-1][-1]) or _is_cjk(piece[0]) else " ") + piece
@@ -188,7 +190,7 @@ def _statements(text: str, lines_wrap: bool = True) -> list[str]:
             continue
         else:
             out.append(piece)
-            whole_line.append(span.start == 0 or gap.endswith("\n"))
+            paragraph.append(gap == "\n\n")
         code_end = False
     return [part for statement in out for part in _after_markup(statement)]
 
