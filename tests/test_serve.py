@@ -130,3 +130,4 @@ def test_only_indexed_files_are_served_and_text_is_escaped(server, browser, tmp_
     assert page.eval("document.getElementById('where').innerText").endswith(evil)
     assert page.eval("document.title") != "pwned"
     assert page.eval("document.querySelectorAll('#quote b, #where b').length") == 0
+

@@ -150,3 +150,17 @@ def test_a_sentence_truncated_to_fit_names_only_the_lines_it_keeps():
     p = passage(text, section="lines 1-3")
     _, kept = pack([p], lambda ps: {"results": [x.wire() for x in ps]}, 300, "very long sentence")
     assert kept[0].section == "line 2" and kept[0].text.endswith("…")
+
+
+def test_numbered_lines_count_as_the_loader_does_and_show_text_as_text(tmp_path):
+    # No browser needed: the page a text-file citation opens, against the lines the loader cites.
+    from citerag.cli.serve import _number, numbered_lines
+
+    data = "\ufeff\n\nIntro line.\r\nSecond <b>line</b>.\rThird line.\n".encode()
+    (tmp_path / "t.txt").write_bytes(data)
+    cited = {c.text: c.section for c in chunk_document(load_path(tmp_path / "t.txt"), max_chars=20, overlap_chars=0)}
+    page = numbered_lines(data, 4, 4)
+    assert cited["Second <b>line</b>."] == "line 4"
+    assert "<span id='L4' class='cited'><i>4</i>Second &lt;b&gt;line&lt;/b&gt;.</span>" in page
+    assert "<span id='L3'><i>3</i>Intro line.</span>" in page and "<span id='L5'><i>5</i>Third line.</span>" in page
+    assert [_number(v) for v in ("12", "\u00b2", "9" * 5000, "-3", "")] == [12, 0, 0, 0, 0]

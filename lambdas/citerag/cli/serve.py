@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from pathlib import Path
 from typing import Annotated
 from urllib.parse import quote
@@ -137,7 +138,7 @@ def build_app(comps):
         if path is None:
             return PlainTextResponse("not a document of this index", status_code=404)
         page = request.query_params.get("page", "")
-        page_n = int(page) if page.isdigit() else None
+        page_n = _number(page) or None
         section = request.query_params.get("section", "")[:500]
         quote_text = request.query_params.get("quote", "")[:2000]
         # Chromium's PDF viewer opens at the `#page=N` fragment (RFC 8118 §3), as the CLI's opener does; a text
@@ -167,11 +168,16 @@ def build_app(comps):
         if path is None:
             return PlainTextResponse("not a document of this index", status_code=404)
         bounds = [request.query_params.get(k, "") for k in ("from", "to")]
-        first, last = (int(b) if b.isdigit() else 0 for b in bounds)
+        first, last = (_number(b) for b in bounds)
         return HTMLResponse(numbered_lines(path.read_bytes(), first, last))
 
     return Starlette(routes=[Route("/", index), Route("/api/ask", api_ask), Route("/source", source),
                              Route("/file", file), Route("/lines", numbered)])
+
+
+def _number(param: str) -> int:
+    """A page or line number from the query string; 0 for anything else ("²" is a digit to str.isdigit)."""
+    return int(param) if re.fullmatch(r"[0-9]{1,9}", param) else 0
 
 
 def numbered_lines(data: bytes, first: int, last: int) -> str:
