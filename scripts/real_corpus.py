@@ -37,7 +37,8 @@ def main(dest: Path) -> None:
                                   timeout=60, check=True).stdout
         except (OSError, subprocess.SubprocessError):
             continue
-        text = "".join(ch for ch in text if ch != "\b")  # no overstrike left from nroff
+        # Kept as man writes to a pipe, overstrike and all (bold "g\bgr\bre\bep\bp"): the text loader reads it as
+        # `col -b` would, and a corpus of such files is what a user who saves a man page ingests.
         if len(text) > 2000:
             made.append(_write(dest / f"man-{page}.txt", text))
     for pkg in PACKAGES:

@@ -196,3 +196,30 @@ def test_markdown_inline_html_and_emphasis_read_as_rendered():
     assert "Use Vec<T> and *ptr; snake_case_name stays." in text
     assert "ここでnはビット数です。" in text
     assert "let x = a * b; // _not emphasis_ <sup>" in text
+
+
+def _bold(word: str) -> str:
+    return "".join(f"{ch}\b{ch}" for ch in word)
+
+
+def _underlined(word: str) -> str:
+    return "".join(f"_\b{ch}" for ch in word)
+
+
+def test_a_man_page_saved_from_a_pipe_is_read_as_it_shows(tmp_path):
+    # `man -P cat grep > grep.txt` keeps nroff's overstrike: bold is "g\bg", underline "_\bF". Read as bytes, every
+    # bold word was doubled ("ggrreepp", "----iiggnnoorree--ccaassee") and no question matched it.
+    page = (f"{_bold('NAME')}\n {_bold('grep')} - print lines that match patterns\n\n"
+            f" {_bold('-i')}, {_bold('--ignore-case')}\n Ignore case distinctions in {_underlined('PATTERNS')}.\n")
+    (tmp_path / "grep.txt").write_text(page, encoding="utf-8")
+    doc = load_path(tmp_path / "grep.txt")
+    text = doc.sections[0].text
+    assert "grep - print lines that match patterns" in text
+    assert "-i, --ignore-case\nIgnore case distinctions in PATTERNS." in text
+    assert "\b" not in text and "ggrreepp" not in text
+    assert text.count("\n") == page.count("\n") - 1  # the same lines, so line citations point into the file
+
+    from citerag.cli.serve import numbered_lines
+
+    shown = numbered_lines(page.encode(), 4, 4)
+    assert "<span id='L4' class='cited'><i>4</i> -i, --ignore-case</span>" in shown

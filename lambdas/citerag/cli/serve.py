@@ -16,6 +16,7 @@ import typer
 
 from citerag.cli.common import IndexOpt, NamespaceOpt, app, err, errors, open_index
 from citerag.documents.chunking import first_line, line_bounds
+from citerag.documents.text import resolve_overstrike
 from citerag.errors import CiteragError
 from citerag.search.passage import location
 
@@ -184,7 +185,8 @@ def numbered_lines(data: bytes, first: int, last: int) -> str:
     """A text file as the loader counts its lines (documents/loaders.py: any line ending), each with its number
     and an anchor, lines first..last marked and CONTEXT_LINES either side of them shown; the text is escaped,
     never markup."""
-    lines = data.decode("utf-8-sig", errors="replace").replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    text = resolve_overstrike(data.decode("utf-8-sig", errors="replace"))
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     start = max(1, first - CONTEXT_LINES) if first else 1
     stop = min(len(lines), last + CONTEXT_LINES) if last else len(lines)
     rows = []

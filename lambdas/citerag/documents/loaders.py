@@ -13,6 +13,7 @@ from html.parser import HTMLParser
 from pathlib import Path, PurePosixPath
 
 from citerag.documents.model import LoadedDocument, Section, content_hash_of, doc_id_for
+from citerag.documents.text import resolve_overstrike
 from citerag.errors import DocumentError
 
 SUPPORTED_SUFFIXES = {
@@ -380,7 +381,8 @@ def _load_html(data: bytes, name: str, max_pages: int) -> tuple[str | None, list
 
 
 def _load_text(data: bytes, name: str, max_pages: int) -> tuple[str | None, list[Section]]:
-    text = _tidy(_decode_utf8(data), keep_lines=True)  # the chunker cites text files by line range
+    # The chunker cites text files by line range; a man page saved from a pipe is read as it shows.
+    text = _tidy(resolve_overstrike(_decode_utf8(data)), keep_lines=True)
     if not text.strip():
         raise DocumentError("text file contains only whitespace")
     return None, [Section(text=text)]

@@ -33,6 +33,19 @@ def strip_controls(text: str) -> str:
     return _CONTROLS_RE.sub("", text)
 
 
+# A character and a backspace: nroff's overstrike, as `man` writes a page to a pipe ("g\bgr\bre\bep\bp" is a bold
+# "grep", "_\bF" an underlined "F"). What was struck over is dropped, as `col -b` does; read any other way the page is
+# "ggrreepp", a word no question matches.
+_OVERSTRUCK_RE = re.compile(r"[^\n\x08]\x08")
+
+
+def resolve_overstrike(text: str) -> str:
+    """Text as a terminal shows it: each overstruck character replaced by the one printed over it."""
+    if "\x08" not in text:
+        return text
+    return _OVERSTRUCK_RE.sub("", text).replace("\x08", "")
+
+
 def normalize(text: str) -> str:
     """NFKC + lowercase: full-width Latin and half-width kana fold to one form."""
     return unicodedata.normalize("NFKC", text).lower()
