@@ -1,9 +1,12 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from citerag.errors import DependencyError, FilterSyntaxError, QueryError
 from citerag.search.fusion import convex, rrf
+from citerag.search.pipeline import LINE_SLACK, _on_boundaries
 from citerag.search.ports import Match
 
 from conftest import SAMPLES
@@ -72,3 +75,33 @@ def test_fusion_methods():
     fused = dict(convex(d, s, alpha=0.5))
     assert fused == {"a": 0.5, "b": 0.5, "c": 0.0}
     assert next(i for i, _ in convex(d, s, alpha=0.9)) == "a"
+
+
+@given(st.lists(st.text(alphabet="ab \n", min_size=0, max_size=40), min_size=1, max_size=40), st.data())
+def test_a_widened_window_starts_and_ends_between_words(pieces, data):
+    parent = "".join(pieces)
+    start = data.draw(st.integers(0, len(parent)))
+    end = data.draw(st.integers(start, len(parent)))
+    begin = data.draw(st.integers(0, start))
+    stop = data.draw(st.integers(end, len(parent)))
+    b, s = _on_boundaries(parent, begin, stop, start, end)
+    assert b <= start and s >= end  # the chunk the search found is always sent
+    assert b == 0 or parent[b - 1] in " \n" or b == start
+    assert s == len(parent) or parent[s] in " \n" or s == end
+    assert begin - LINE_SLACK <= b and s <= stop + LINE_SLACK
+
+
+def test_a_text_files_widened_window_opens_at_the_start_of_a_line(fast, tmp_path):
+    # The window around a chunk of a long file used to open mid-word ("nt\nSuppress normal output…"): the option the
+    # question asks for ("-c, --count") was cut off the passage, and the answerer read what was left as a fragment.
+    options = [f"-{chr(97 + i % 26)}{i}, --option-number-{i}\nDoes thing number {i} to each input file.\n"
+               for i in range(60)]
+    options[30] = "-c, --count\nSuppress normal output; instead print a count of matching lines.\n"
+    text = "\n".join(options)
+    (tmp_path / "man-grep.txt").write_text(text, encoding="utf-8")
+    fast.ingestor().ingest_paths([tmp_path])
+    hits = fast.pipeline(expand_parents=True, max_parent_chars=600).search("count of matching lines", top_k=3).hits
+    hit = next(h for h in hits if "count of matching lines" in h.text)
+    assert len(hit.text) < 1000 and "-c, --count\nSuppress normal output" in hit.text
+    lines = set(text.split("\n"))
+    assert all(line in lines for h in hits for line in h.text.split("\n"))  # whole lines only

@@ -220,10 +220,35 @@ class SearchPipeline:
             start = hit.char_start or 0
             end = hit.char_end if hit.char_end is not None else start + len(hit.text)
             extra = max(0, self.config.max_parent_chars - (end - start)) // 2
-            begin, stop = max(0, start - extra), min(len(parent), end + extra)
+            begin, stop = _on_boundaries(parent, max(0, start - extra), min(len(parent), end + extra), start, end)
         hit.text = parent[begin:stop]
         if first_line(hit.section, hit.uri) is not None:  # a text file's parent is the whole file: the lines sent
             hit.section = line_range(parent, begin, stop)
+
+
+LINE_SLACK = 200  # how far a window may grow to take a whole line instead of cutting it
+
+
+def _on_boundaries(parent: str, begin: int, stop: int, start: int, end: int) -> tuple[int, int]:
+    """A window of the parent that starts and ends at line breaks (grown by up to LINE_SLACK characters), else at a
+    space inside it, never into the chunk start..end. A window cut at a character count opened mid-word ("nt\n
+    Suppress normal output…" for "-c, --count\nSuppress…"), which the answerer reads as a fragment and the user sees
+    as one."""
+    if begin > 0 and parent[begin - 1] != "\n":
+        line = parent.rfind("\n", max(0, begin - LINE_SLACK), begin)
+        if line != -1 or begin <= LINE_SLACK:
+            begin = line + 1
+        elif parent[begin - 1] != " ":
+            space = parent.find(" ", begin, start)
+            begin = space + 1 if space != -1 else start
+    if stop < len(parent) and parent[stop] != "\n":
+        line = parent.find("\n", stop, stop + LINE_SLACK)
+        if line != -1 or len(parent) - stop <= LINE_SLACK:
+            stop = line if line != -1 else len(parent)
+        elif parent[stop] != " ":
+            space = parent.rfind(" ", end, stop)
+            stop = space if space != -1 else end
+    return begin, stop
 
 
 def _reason(exc: BaseException) -> str:
