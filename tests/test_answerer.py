@@ -208,10 +208,32 @@ def test_a_text_files_short_heading_line_is_not_read_into_the_sentence_under_it(
     ("\n\n", "The filter\nis washable."),
     ("\n", "The warranty lasts\n2 years from the date of purchase."),  # inside a paragraph: wrapped early
     ("\n", "フィルターは水洗い\nできません。"),
+    # A man page's option over its description: the option is what "which option…" asks for.
+    ("\n\n", "-i identity_file\nSelects a file from which the identity (private key) is read."),
+    ("\n\n", "-c, --count\nSuppress normal output; instead print a count of matching lines."),
 ])
 def test_a_short_text_file_line_that_reads_on_is_the_start_of_its_sentence(before, text):
     joined = "".join(text.split()) if "。" in text else " ".join(text.split())
     assert _statements(f"That is all.{before}{text}")[1:] == [joined]
+
+
+def test_a_sentence_in_a_file_with_no_headings_is_about_what_the_files_title_says():
+    # Every option in grep's man page is grep's, though its sentences do not say so; sed's comes first in the ranking.
+    sed = Passage(source_id="S1", text="-n, --quiet\nPrint line numbers of matching lines only when asked.",
+                  title="man-sed", section="lines 40-41", uri="file:///docs/man-sed.txt")
+    grep = Passage(source_id="S2", text="-n, --line-number\nPrint line numbers of matching lines.",
+                   title="man-grep", section="lines 90-91", uri="file:///docs/man-grep.txt")
+    picked = pick_sentences("How do I print line numbers with grep?", [sed, grep], max_sentences=1)
+    assert [p.source_id for p in picked] == ["S2"]
+
+
+def test_a_sentence_two_documents_share_is_said_once():
+    # Licences share clauses word for word: the answer quoted the same sentence twice, once per licence.
+    clause = "You may cure the violation within 30 days after your receipt of the notice."
+    gpl = Passage(source_id="S1", text=f"{clause}\nTermination is not permanent.", title="licence-GPL-3")
+    gfdl = Passage(source_id="S2", text=f"Termination is not permanent.\n{clause}", title="licence-GFDL-1.3")
+    picked = pick_sentences("How many days do I have to cure a violation after notice?", [gpl, gfdl])
+    assert [p.sentence for p in picked].count(clause) == 1 and picked[0].source_id == "S1"
 
 
 def test_a_how_long_question_is_answered_by_a_word_that_says_how_long():
