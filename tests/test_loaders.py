@@ -223,3 +223,15 @@ def test_a_man_page_saved_from_a_pipe_is_read_as_it_shows(tmp_path):
 
     shown = numbered_lines(page.encode(), 4, 4)
     assert "<span id='L4' class='cited'><i>4</i> -i, --ignore-case</span>" in shown
+
+
+def test_a_word_a_man_page_hyphenated_at_a_lines_end_is_read_whole_on_the_same_lines(tmp_path):
+    # "gzip uses the .tgz extension instead of trun‐ cating a file" was the answer: man breaks words with U+2010.
+    page = ("When compressing, gzip uses the .tgz extension if necessary instead of trun\u2010\n"
+            "       cating a file with a .tar extension.\n"
+            "This is a per-\nhost setting of the Selbst\u2010\nVerständnis kind.\n")
+    (tmp_path / "gzip.txt").write_text(page, encoding="utf-8")
+    text = load_path(tmp_path / "gzip.txt").sections[0].text
+    assert text.split("\n") == ["When compressing, gzip uses the .tgz extension if necessary instead of truncating",
+                                "a file with a .tar extension.", "This is a per-", "host setting of the Selbst\u2010",
+                                "Verständnis kind."]

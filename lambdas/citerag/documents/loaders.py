@@ -382,10 +382,21 @@ def _load_html(data: bytes, name: str, max_pages: int) -> tuple[str | None, list
 
 def _load_text(data: bytes, name: str, max_pages: int) -> tuple[str | None, list[Section]]:
     # The chunker cites text files by line range; a man page saved from a pipe is read as it shows.
-    text = _tidy(resolve_overstrike(_decode_utf8(data)), keep_lines=True)
+    text = _join_hyphenated(_tidy(resolve_overstrike(_decode_utf8(data)), keep_lines=True))
     if not text.strip():
         raise DocumentError("text file contains only whitespace")
     return None, [Section(text=text)]
+
+
+# A word nroff hyphenated at a line's end ("trun\u2010\ncating"): U+2010 is the hyphen it breaks words with, an
+# ASCII "-" a compound's own ("per-\nhost").
+_NROFF_HYPHENATED = re.compile(r"(\w)\u2010\n([^\W\d_]+) ?")
+
+
+def _join_hyphenated(text: str) -> str:
+    """Each hyphenated word whole on the line it starts on; every line break stays, so line numbers still hold. Not
+    before a capital ("Selbst\u2010\nVerständnis" is a compound)."""
+    return _NROFF_HYPHENATED.sub(lambda m: f"{m[1]}{m[2]}\n" if m[2][0].islower() else m[0], text)
 
 
 # --- shared --------------------------------------------------------------------------------------------------
