@@ -217,16 +217,6 @@ def test_a_short_text_file_line_that_reads_on_is_the_start_of_its_sentence(befor
     assert _statements(f"That is all.{before}{text}")[1:] == [joined]
 
 
-def test_a_sentence_in_a_file_with_no_headings_is_about_what_the_files_title_says():
-    # Every option in grep's man page is grep's, though its sentences do not say so; sed's comes first in the ranking.
-    sed = Passage(source_id="S1", text="-n, --quiet\nPrint line numbers of matching lines only when asked.",
-                  title="man-sed", section="lines 40-41", uri="file:///docs/man-sed.txt")
-    grep = Passage(source_id="S2", text="-n, --line-number\nPrint line numbers of matching lines.",
-                   title="man-grep", section="lines 90-91", uri="file:///docs/man-grep.txt")
-    picked = pick_sentences("How do I print line numbers with grep?", [sed, grep], max_sentences=1)
-    assert [p.source_id for p in picked] == ["S2"]
-
-
 def test_a_sentence_two_documents_share_is_said_once():
     # Licences share clauses word for word: the answer quoted the same sentence twice, once per licence.
     clause = "You may cure the violation within 30 days after your receipt of the notice."
