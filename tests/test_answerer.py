@@ -217,6 +217,17 @@ def test_a_short_text_file_line_that_reads_on_is_the_start_of_its_sentence(befor
     assert _statements(f"That is all.{before}{text}")[1:] == [joined]
 
 
+@pytest.mark.parametrize("command", ["python -m pip install rich", "pip install rich", "uv add rich"])
+def test_a_how_do_i_question_is_answered_by_the_command(command):
+    # A package manager's command ends no sentence, yet it is the answer to "how do I install…", not the REPL's.
+    install = Passage(source_id="S1", text=f"Installing\n\nInstall with your favorite package manager.\n\n{command}",
+                      section="Rich > Installing")
+    repl = Passage(source_id="S2", text="Rich can be installed in the Python REPL, so that data structures are "
+                   "pretty printed.", section="Rich > Rich REPL")
+    picked = pick_sentences("How do I install rich?", [repl, install], max_sentences=1)
+    assert [p.source_id for p in picked] == ["S1"] and command in picked[0].sentence
+
+
 def test_a_sentence_two_documents_share_is_said_once():
     # Licences share clauses word for word: the answer quoted the same sentence twice, once per licence.
     clause = "You may cure the violation within 30 days after your receipt of the notice."

@@ -105,7 +105,11 @@ def _number_evidence(query: Query) -> Callable[[str], bool]:
 _WANTS_CODE = re.compile(r"\b(how (do|can|should) (i|you|we)|which (command|function|method|macro|flag|operator)"
                          r"|what (command|function|method|macro|flag))\b|コマンド|関数|メソッド|マクロ|フラグ"
                          r"|どうすれば|どうやって|方法", re.I)
-_CODE = re.compile(r"(^|\s)\$ |--[a-z]|\w::\w|\w!|\w\(\)|\b[a-z]+_[a-z_]+\b|\b(rustup|cargo|rustc) [a-z]")
+# A command: a prompt, an option ("--count", "-m"), a path or macro, a call, or a package manager's install ("python
+# -m pip install rich", which read as a fragment and lost to "Rich can be installed in the Python REPL").
+_CODE = re.compile(r"(^|\s)\$ |--[a-z]|(?:^|\s)-[A-Za-z]\b(?!-)|\w::\w|\w!|\w\(\)|\b[a-z]+_[a-z_]+\b"
+                   r"|\b(rustup|cargo|rustc) [a-z]"
+                   r"|\b(?:pip3?|npm|pnpm|yarn|brew|apt(?:-get)?|dnf|conda|gem|uv) (?:install|add)\b")
 # A question that asks what something is called ("…を何というか", "What do people call…") is answered by the
 # sentence that names it ("この区域を雑居地といい、…", "…と呼ばれます", "…are called Rustaceans"), a question type like
 # numbers and commands. Not "what is returned when unwrap is called", "…ということです" or "a file named x.txt".
