@@ -229,9 +229,10 @@ def test_a_word_a_man_page_hyphenated_at_a_lines_end_is_read_whole_on_the_same_l
     # "gzip uses the .tgz extension instead of trun‐ cating a file" was the answer: man breaks words with U+2010.
     page = ("When compressing, gzip uses the .tgz extension if necessary instead of trun\u2010\n"
             "       cating a file with a .tar extension.\n"
-            "This is a per-\nhost setting of the Selbst\u2010\nVerständnis kind.\n")
+            "This is a per-\nhost setting of the Selbst\u2010\nVerständnis kind. Use -z to call gzip transpar\u2010\n"
+            "ently. It is fast.\n")
     (tmp_path / "gzip.txt").write_text(page, encoding="utf-8")
     text = load_path(tmp_path / "gzip.txt").sections[0].text
     assert text.split("\n") == ["When compressing, gzip uses the .tgz extension if necessary instead of truncating",
                                 "a file with a .tar extension.", "This is a per-", "host setting of the Selbst\u2010",
-                                "Verständnis kind."]
+                                "Verständnis kind. Use -z to call gzip transparently.", "It is fast."]

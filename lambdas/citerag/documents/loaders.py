@@ -390,7 +390,7 @@ def _load_text(data: bytes, name: str, max_pages: int) -> tuple[str | None, list
 
 # A word nroff hyphenated at a line's end ("trun\u2010\ncating"): U+2010 is the hyphen it breaks words with, an
 # ASCII "-" a compound's own ("per-\nhost").
-_NROFF_HYPHENATED = re.compile(r"(\w)\u2010\n([^\W\d_]+) ?")
+_NROFF_HYPHENATED = re.compile(r"(\w)\u2010\n([^\W\d_]\S*) ?")  # with the punctuation after the word
 
 
 def _join_hyphenated(text: str) -> str:
