@@ -217,6 +217,28 @@ def test_a_short_text_file_line_that_reads_on_is_the_start_of_its_sentence(befor
     assert _statements(f"That is all.{before}{text}")[1:] == [joined]
 
 
+def test_a_sentence_in_a_file_with_no_headings_is_ranked_by_what_the_files_title_says():
+    # Every option in grep's man page is grep's, though its sentences do not say so; sed's comes first in the ranking.
+    sed = Passage(source_id="S1", text="-n, --quiet\nPrint line numbers of matching lines only when asked.",
+                  title="man-sed", section="lines 40-41", uri="file:///docs/man-sed.txt")
+    grep = Passage(source_id="S2", text="-n, --line-number\nPrint line numbers of matching lines.",
+                   title="man-grep", section="lines 90-91", uri="file:///docs/man-grep.txt")
+    picked = pick_sentences("How do I print line numbers with grep?", [sed, grep], max_sentences=1)
+    assert [p.source_id for p in picked] == ["S2"]
+
+
+def test_a_near_miss_in_the_document_the_question_names_is_not_answered_from_another():
+    # The title ranks the named article's sentence first; it holds too little of the question by itself to answer,
+    # and the other article's sentence, which holds more of the question's words, is about something else.
+    cavendish = Passage(source_id="S1", text="He discovered hydrogen in 1766.", title="Henry Cavendish")
+    argon = Passage(source_id="S2", text="Argon was discovered in 1894 by Rayleigh and Ramsay.", title="Argon")
+    assert pick_sentences("When did Henry Cavendish discover argon?", [cavendish, argon],
+                          min_score=ANSWER_MIN_SCORE) == []
+    picked = pick_sentences("When did Henry Cavendish discover hydrogen?", [argon, cavendish],
+                            min_score=ANSWER_MIN_SCORE)
+    assert [(p.source_id, p.sentence) for p in picked] == [("S1", "He discovered hydrogen in 1766.")]
+
+
 @pytest.mark.parametrize("command", ["python -m pip install rich", "pip install rich", "uv add rich"])
 def test_a_how_do_i_question_is_answered_by_the_command(command):
     # A package manager's command ends no sentence, yet it is the answer to "how do I install…", not the REPL's.
