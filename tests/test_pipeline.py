@@ -77,7 +77,7 @@ def test_fusion_methods():
     assert next(i for i, _ in convex(d, s, alpha=0.9)) == "a"
 
 
-@given(st.lists(st.text(alphabet="ab \n", min_size=0, max_size=40), min_size=1, max_size=40), st.data())
+@given(st.lists(st.text(alphabet="ab \nあ。", min_size=0, max_size=40), min_size=1, max_size=40), st.data())
 def test_a_widened_window_starts_and_ends_between_words(pieces, data):
     parent = "".join(pieces)
     start = data.draw(st.integers(0, len(parent)))
@@ -86,9 +86,17 @@ def test_a_widened_window_starts_and_ends_between_words(pieces, data):
     stop = data.draw(st.integers(end, len(parent)))
     b, s = _on_boundaries(parent, begin, stop, start, end)
     assert b <= start and s >= end  # the chunk the search found is always sent
-    assert b == 0 or parent[b - 1] in " \n" or b == start
-    assert s == len(parent) or parent[s] in " \n" or s == end
+    # At a line break, a space or a sentence end; or between two Japanese characters, where nothing else is near.
+    assert b in (0, start) or parent[b - 1] in " \n。" or parent[b - 1] == parent[b] == "あ"
+    assert s in (len(parent), end) or parent[s] in " \n" or parent[s - 1] == "。" or parent[s - 1] == parent[s] == "あ"
     assert begin - LINE_SLACK <= b and s <= stop + LINE_SLACK
+
+
+def test_a_japanese_window_with_no_line_break_near_keeps_its_width():
+    parent = "あ" * 1000 + "チャンク" + "い" * 1000
+    assert _on_boundaries(parent, 700, 1304, 1000, 1004) == (700, 1304)
+    parent = "あ" * 600 + "。" + "あ" * 399 + "チャンク" + "い。" + "い" * 998
+    assert _on_boundaries(parent, 700, 1304, 1000, 1004) == (700, 1006)
 
 
 def test_a_text_files_widened_window_opens_at_the_start_of_a_line(fast, tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -15,6 +16,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from citerag.documents.chunking import first_line, line_range
+from citerag.documents.text import CJK_RE
 from citerag.errors import CiteragError, DependencyError
 from citerag.search import filters as flt_mod
 from citerag.search import fusion
@@ -227,27 +229,32 @@ class SearchPipeline:
 
 
 LINE_SLACK = 200  # how far a window may grow to take a whole line instead of cutting it
+_BREAK = re.compile(r"(?<=[ 。！？])")  # just after a space or a sentence end
 
 
 def _on_boundaries(parent: str, begin: int, stop: int, start: int, end: int) -> tuple[int, int]:
     """A window of the parent that starts and ends at line breaks (grown by up to LINE_SLACK characters), else at a
-    space inside it, never into the chunk start..end. A window cut at a character count opened mid-word ("nt\n
-    Suppress normal output…" for "-c, --count\nSuppress…"), which the answerer reads as a fragment and the user sees
-    as one."""
+    space or sentence end inside it, never into the chunk start..end. A window cut at a character count opened
+    mid-word ("nt\nSuppress normal output…" for "-c, --count\nSuppress…"), which the answerer reads as a fragment
+    and the user sees as one. Japanese runs long without either: there the cut stays where it was, between two
+    characters, rather than losing the window."""
     if begin > 0 and parent[begin - 1] != "\n":
         line = parent.rfind("\n", max(0, begin - LINE_SLACK), begin)
         if line != -1 or begin <= LINE_SLACK:
             begin = line + 1
-        elif parent[begin - 1] != " ":
-            space = parent.find(" ", begin, start)
-            begin = space + 1 if space != -1 else start
+        else:
+            brk = _BREAK.search(parent, begin, start)
+            begin = brk.start() if brk else begin if CJK_RE.match(parent, begin) else start
     if stop < len(parent) and parent[stop] != "\n":
         line = parent.find("\n", stop, stop + LINE_SLACK)
         if line != -1 or len(parent) - stop <= LINE_SLACK:
             stop = line if line != -1 else len(parent)
         elif parent[stop] != " ":
-            space = parent.rfind(" ", end, stop)
-            stop = space if space != -1 else end
+            breaks = [m.start() for m in _BREAK.finditer(parent, end, stop + 1)]
+            if breaks:  # a space that ends the window is left out
+                stop = max(end, breaks[-1] - (parent[breaks[-1] - 1] == " "))
+            elif not CJK_RE.match(parent, stop - 1):
+                stop = end
     return begin, stop
 
 
