@@ -388,15 +388,19 @@ def _load_text(data: bytes, name: str, max_pages: int) -> tuple[str | None, list
     return None, [Section(text=text)]
 
 
-# A word nroff hyphenated at a line's end ("trun\u2010\ncating"): U+2010 is the hyphen it breaks words with, an
-# ASCII "-" a compound's own ("per-\nhost").
-_NROFF_HYPHENATED = re.compile(r"(\w)\u2010\n([^\W\d_]\S*) ?")  # with the punctuation after the word
-
-
 def _join_hyphenated(text: str) -> str:
-    """Each hyphenated word whole on the line it starts on; every line break stays, so line numbers still hold. Not
-    before a capital ("Selbst\u2010\nVerständnis" is a compound)."""
-    return _NROFF_HYPHENATED.sub(lambda m: f"{m[1]}{m[2]}\n" if m[2][0].islower() else m[0], text)
+    """A word nroff hyphenated at a line's end ("trun\u2010" over "cating a file") is whole at the start of the next
+    line: every line break stays, so line numbers still hold, and the line it came from only loses its last word.
+    U+2010 is the hyphen nroff breaks words with (an ASCII "-" is a compound's own, "per-\nhost"); not before a
+    capital ("Selbst\u2010\nVerständnis" is a compound)."""
+    if "\u2010\n" not in text:
+        return text
+    lines = text.split("\n")
+    for i in range(len(lines) - 1):
+        head, _, word = lines[i].rpartition(" ")
+        if len(word) > 1 and word.endswith("\u2010") and word[-2].isalnum() and lines[i + 1][:1].islower():
+            lines[i], lines[i + 1] = head, word[:-1] + lines[i + 1]
+    return "\n".join(lines)
 
 
 # --- shared --------------------------------------------------------------------------------------------------
