@@ -239,6 +239,15 @@ def test_a_near_miss_in_the_document_the_question_names_is_not_answered_from_ano
     assert [(p.source_id, p.sentence) for p in picked] == [("S1", "He discovered hydrogen in 1766.")]
 
 
+def test_a_runner_up_close_to_the_best_only_by_the_titles_terms_is_left_out():
+    grep = Passage(source_id="S1", text="-r, --recursive\nRead all files under each directory, recursively.\n\n"
+                   "The exit status is 2 if an error occurred.\n\nBinary files are skipped unless asked.",
+                   title="GNU grep recursive directory search", section="lines 1-7", uri="file:///d/grep.txt")
+    picked = pick_sentences("What does GNU grep do to search all files in a directory recursively?", [grep],
+                            min_score=ANSWER_MIN_SCORE)
+    assert [p.sentence for p in picked] == ["-r, --recursive Read all files under each directory, recursively."]
+
+
 @pytest.mark.parametrize("command", ["python -m pip install rich", "pip install rich", "uv add rich"])
 def test_a_how_do_i_question_is_answered_by_the_command(command):
     # A package manager's command ends no sentence, yet it is the answer to "how do I install…", not the REPL's.

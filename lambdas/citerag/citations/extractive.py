@@ -570,18 +570,26 @@ def pick_sentences(
     query, usable, candidates = rank_sentences(question, passages, stats, similarity=similarity,
                                                max_passages=max_passages)
     floor = _for(min_score, query.lang)
-    if not candidates or candidates[0].evidence < floor:
+    if not candidates:
+        return []
+    best = _widened(candidates)
+    # The gate reads the evidence of what the answer shows (the best sentence, or its pair), without the title.
+    if best.evidence < floor:
         return []
     unknown = unknown_words(query, stats) if floor > 0 else []
     latin = _for(UNKNOWN_WORD_MIN_SCORE if unknown_word_min_score is None else unknown_word_min_score, query.lang)
     unknown_floor = max((latin if w.isascii() else UNKNOWN_KANA_WORD_MIN_SCORE for w in unknown), default=0.0)
-    if candidates[0].evidence < unknown_floor:
+    if best.evidence < unknown_floor:
         return []
-    best = _widened(candidates)
     picked = [best]
     for c in candidates[1:]:
         if len(picked) >= max_sentences or c.score < RUNNER_UP_RATIO * best.score:
             break
+        if c.evidence < RUNNER_UP_RATIO * best.evidence:
+            # Close to the best only by the title's terms ("Binary files are skipped unless asked." in grep's man
+            # page, for a question about grep's recursive search): not part of the answer. JaQuAD dev facts 86.3% ->
+            # 87.2%, nothing else moved.
+            continue
         if not any((c.rank == o.rank and c.pos <= o.last and o.pos <= c.last) or _same_words(c.text, o.text)
                    for o in picked):
             # A runner-up that does not overlap the sentences already in the answer, nor repeat one that another
@@ -606,7 +614,7 @@ def pick_sentences(
 
 
 def _same_words(a: str, b: str) -> bool:
-    return normalize(a).split() == normalize(b).split()
+    return a.split() == b.split()  # case counts: "-n" and "-N" are two options
 
 
 def embedding_similarity(embedder) -> Similarity:
