@@ -113,3 +113,28 @@ def test_a_text_files_widened_window_opens_at_the_start_of_a_line(fast, tmp_path
     assert len(hit.text) < 1000 and "-c, --count\nSuppress normal output" in hit.text
     lines = set(text.split("\n"))
     assert all(line in lines for h in hits for line in h.text.split("\n"))  # whole lines only
+
+
+def test_a_long_files_far_apart_matches_come_as_windows_that_do_not_overlap(fast, tmp_path):
+    # One passage per file left out ".tables", 40 lines below the window around the best match of a man page.
+    rows = [f".command{i} ARG Does thing number {i} to each input file." for i in range(120)]
+    rows[10] = ".dump ?TABLE? Dump the tables of the database in an SQL text format."
+    rows[100] = ".tables ?TABLE? List names of tables in the database."
+    text = "\n".join(rows) + "\n"
+    (tmp_path / "man-sqlite3.txt").write_text(text, encoding="utf-8")
+    fast.ingestor().ingest_paths([tmp_path])
+    hits = fast.pipeline(expand_parents=True, max_parent_chars=600).search("list tables database", top_k=5).hits
+    found = {row for h in hits for row in (rows[10], rows[100]) if row in h.text}
+    assert found == {rows[10], rows[100]}
+    assert all(len(h.text) <= 600 + 2 * LINE_SLACK for h in hits)
+    lines = [line for h in hits for line in h.text.splitlines()]
+    assert len(lines) == len(set(lines))  # no line sent twice
+    # Each window is cited with its own lines.
+    for h in hits:
+        first, last = (int(n) for n in h.section.removeprefix("lines ").split("-"))
+        assert h.text.strip().splitlines() == text.splitlines()[first - 1 : last]
+
+
+def test_a_parent_that_fits_is_sent_once_however_many_of_its_chunks_match(indexed):
+    hits = indexed.pipeline(expand_parents=True).search("filter", top_k=10).hits
+    assert len({h.parent_id for h in hits}) == len(hits)

@@ -174,15 +174,10 @@ class SearchPipeline:
 
         q_terms = _idf_terms(q, stats) if grade else {}
         hits: list[Passage] = []
-        seen_parents: set[str] = set()
-        for mid, score in fused:
-            if len(hits) >= top_k:
-                break
+        # With parents, a hit whose text another hit's window already holds is dropped, so more are looked at.
+        wanted = 3 * top_k if cfg.expand_parents else top_k
+        for mid, score in fused[:wanted]:
             md = by_id[mid].metadata
-            parent_id = str(md.get("parent_id", mid))
-            if cfg.expand_parents and parent_id in seen_parents:
-                continue
-            seen_parents.add(parent_id)
             hit = Passage.from_match(mid, score, md, dense_scores.get(mid))
             if grade:
                 if hit.dense_score is None and dense:
@@ -198,8 +193,7 @@ class SearchPipeline:
             hits.append(hit)
         if cfg.expand_parents and hits:
             t = time.perf_counter()
-            # Parent stores may be remote (S3): fetch the pages concurrently.
-            list(self._pool.map(lambda h: self._expand(h, namespace), hits))
+            hits = self._windows(hits, top_k, namespace)
             timings["parents_ms"] = (time.perf_counter() - t) * 1000
         timings["total_ms"] = (time.perf_counter() - t0) * 1000
         return SearchOutcome(query=q, hits=hits, degraded=degraded, timings_ms=timings)
@@ -208,21 +202,62 @@ class SearchPipeline:
         """BM25 corpus statistics (IDF weights for sentence selection)."""
         return self._stats_provider(namespace)
 
-    def _expand(self, hit: Passage, namespace: str) -> None:
+    def _windows(self, hits: list[Passage], top_k: int, namespace: str) -> list[Passage]:
+        """The first top_k hits, each with its parent's text: the whole parent when it fits, else a window of it
+        around the chunk. A long parent (a text file is one) gives a window per hit whose chunk no earlier window
+        holds: "Which sqlite3 command lists the tables?" needs the man page's ".tables" lines, 40 lines below the
+        window around its best chunk, which one passage per parent left out. Windows of one parent never overlap,
+        so no sentence is sent twice."""
+        parents: dict[str, str | None] = {}
+        sent: dict[str, list[tuple[int, int]]] = {}  # parent id -> windows already sent
+        kept: list[Passage] = []
+        queue = list(hits)
+        while queue and len(kept) < top_k:
+            batch, queue = queue[: top_k - len(kept)], queue[top_k - len(kept):]
+            missing = list(dict.fromkeys(h.parent_id for h in batch if h.parent_id not in parents))
+            # Parent stores may be remote (S3): fetch the pages concurrently.
+            for pid, text in zip(missing, self._pool.map(lambda p: self._parent(p, namespace), missing), strict=True):
+                parents[pid] = text
+            for hit in batch:
+                window = self._window(hit, parents[hit.parent_id], sent.setdefault(hit.parent_id, []))
+                if window is not None:
+                    sent[hit.parent_id].append(window)
+                    kept.append(hit)
+        return kept
+
+    def _parent(self, parent_id: str, namespace: str) -> str | None:
         get_parent = getattr(self.index, "get_parent", None)
         try:
-            parent = get_parent(hit.parent_id, namespace) if get_parent else None
+            return get_parent(parent_id, namespace) if get_parent else None
         except Exception:  # the chunk itself is still a good passage; the parent is an extra
-            return
-        if not parent:
-            return
-        if len(parent) <= self.config.max_parent_chars:
-            begin, stop = 0, len(parent)
-        else:  # too long to send whole: widen the chunk symmetrically inside its parent
-            start = hit.char_start or 0
-            end = hit.char_end if hit.char_end is not None else start + len(hit.text)
-            extra = max(0, self.config.max_parent_chars - (end - start)) // 2
-            begin, stop = _on_boundaries(parent, max(0, start - extra), min(len(parent), end + extra), start, end)
+            return None
+
+    def _window(self, hit: Passage, parent: str | None, sent: list[tuple[int, int]]) -> tuple[int, int] | None:
+        """Put the hit's window of its parent in hit.text; None when the windows already sent hold its chunk."""
+        if not parent or len(parent) <= self.config.max_parent_chars or hit.char_start is None:
+            if sent:
+                return None
+            if parent:
+                self._show(hit, parent, 0, len(parent))
+            return 0, len(parent or "")
+        start = hit.char_start
+        end = hit.char_end if hit.char_end is not None else start + len(hit.text)
+        if any(b <= start and end <= s for b, s in sent):
+            return None
+        extra = max(0, self.config.max_parent_chars - (end - start)) // 2
+        begin, stop = _on_boundaries(parent, max(0, start - extra), min(len(parent), end + extra), start, end)
+        for b, s in sent:  # sent windows end on boundaries too: cut this one where they start or end
+            if b <= start:
+                begin = max(begin, s)
+            else:
+                stop = min(stop, b)
+        if begin >= stop:  # two windows sent hold the chunk between them
+            return None
+        self._show(hit, parent, begin, stop)
+        return begin, stop
+
+    @staticmethod
+    def _show(hit: Passage, parent: str, begin: int, stop: int) -> None:
         hit.text = parent[begin:stop]
         if first_line(hit.section, hit.uri) is not None:  # a text file's parent is the whole file: the lines sent
             hit.section = line_range(parent, begin, stop)
