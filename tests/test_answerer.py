@@ -308,3 +308,27 @@ def test_a_sentence_is_about_what_its_sections_heading_says():
     floats = Passage(source_id="S2", text="The default type is f64.", section="Data Types > Floating-Point Types")
     picked = pick_sentences("What is the default floating-point type?", [integers, floats], max_sentences=1)
     assert [(p.source_id, p.sentence) for p in picked] == [("S2", "The default type is f64.")]
+
+
+def test_a_man_pages_table_of_commands_gives_a_statement_per_row():
+    # sqlite3's meta-commands, one a line: the "?" closing "?TABLE?" ended a "question" that cut the command off its
+    # description, and the rows read as one sentence wrapped over lines.
+    table = (".save FILE             Write in-memory database into FILE\n"
+             ".schema ?TABLE?        Show the CREATE statements\n"
+             ".tables ?TABLE?        List names of tables\n"
+             "                         If TABLE specified, only list tables matching\n"
+             "                         LIKE pattern TABLE.\n"
+             ".timeout MS            Try opening locked tables for MS milliseconds\n")
+    text = "\n".join(" ".join(line.split()) for line in table.splitlines())  # the loader's text
+    assert _statements(text) == [
+        ".save FILE Write in-memory database into FILE", ".schema ?TABLE? Show the CREATE statements",
+        ".tables ?TABLE? List names of tables If TABLE specified, only list tables matching LIKE pattern TABLE.",
+        ".timeout MS Try opening locked tables for MS milliseconds"]
+    sqlite = Passage(source_id="S1", text=text, title="man-sqlite3", section="lines 101-106")
+    picked = pick_sentences("Which sqlite3 command lists the tables?", [sqlite], max_sentences=1)
+    assert picked[0].sentence.startswith(".tables ?TABLE? List names of tables")
+    # Options one a line, each under the other, are rows too; an option a wrapped sentence goes on to is not.
+    assert _statements("-batch Force batch I/O.\n-bail Stop after hitting an error") == [
+        "-batch Force batch I/O.", "-bail Stop after hitting an error"]
+    assert _statements("To invert the match use grep with the\n-v option.") == [
+        "To invert the match use grep with the -v option."]

@@ -19,6 +19,12 @@ def test_japanese_and_english_sentences_split_with_offsets():
     assert all(text[s.start : s.end] == s.text for s in spans)
 
 
+def test_a_man_pages_optional_argument_is_no_question():
+    text = ".tables ?TABLE? List names of tables\n.explain ?on|off? Turn output mode on or off. What? Yes."
+    assert [s.text for s in split_sentences(text)] == [
+        ".tables ?TABLE? List names of tables", ".explain ?on|off? Turn output mode on or off.", "What?", "Yes."]
+
+
 def test_language_detection():
     assert detect_language("フィルターを交換してください。") == "ja"
     assert detect_language("Replace the filter every 12 months.") == "en"

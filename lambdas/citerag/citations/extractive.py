@@ -153,6 +153,11 @@ HEADING_LINE_CHARS = 24
 # A command-line option over its description, as a man page lists them ("-i identity_file\n  Selects a file from
 # which…"): the option is what "which option…" asks for, so it reads on into the sentence under it.
 _OPTION_TERM = re.compile(r"^--?[A-Za-z0-9]")
+# A line of a table of options or commands, as man pages print them ("-batch  Force batch I/O.", ".tables ?TABLE?
+# List names of tables"): each row is a statement of its own, not the wrap of the row above. A line that opens with
+# a dot-command always is; one that opens with an option only under another ("grep with the\n-v option" wraps).
+_ROW = re.compile(r"^(?:--?[A-Za-z0-9]|\.[a-z]{2,}\b)")
+_DOT_COMMAND = re.compile(r"^\.[a-z]{2,}\b")
 
 
 def _heading_line(line: str, opens_paragraph: bool, after: str) -> bool:
@@ -188,7 +193,8 @@ def _statements(text: str, lines_wrap: bool = True) -> list[str]:
                 and (piece[:1].islower() or piece[:1].isdigit()):
             out[-1] = f"{out[-1]} {piece}"
         elif out and wrapped and not code_end and not out[-1].endswith((*_TERMINAL, "?", "？", ":", "：", ";")) \
-                and not _looks_like_heading(out[-1]) and not _heading_line(out[-1], paragraph[-1], piece):
+                and not _looks_like_heading(out[-1]) and not _heading_line(out[-1], paragraph[-1], piece) \
+                and not _DOT_COMMAND.match(piece) and not (_ROW.match(piece) and _ROW.match(out[-1])):
             # A text file keeps its line breaks (they give the line numbers cited): a sentence wrapped over lines
             # is still one sentence.
             out[-1] += ("" if _is_cjk(out[-1][-1]) or _is_cjk(piece[0]) else " ") + piece

@@ -56,11 +56,22 @@ def split_sentences(text: str) -> list[Span]:
     spans: list[Span] = []
     start = 0
     for m in _SENT_END_RE.finditer(text):
+        if _closes_placeholder(text, m.start(), m.group()):
+            continue
         end = m.end()
         _append(spans, text, start, end)
         start = end
     _append(spans, text, start, len(text))
     return spans
+
+
+def _closes_placeholder(text: str, at: int, end_mark: str) -> bool:
+    """The "?" that closes a man page's optional argument (".tables ?TABLE? List names of tables", ".explain
+    ?on|off?"), which asks nothing: split there, the command and what it does were two statements."""
+    if end_mark != "?":
+        return False
+    word = text[max(text.rfind(" ", 0, at), text.rfind("\n", 0, at)) + 1 : at]
+    return len(word) >= 2 and word.startswith("?") and "?" not in word[1:]
 
 
 def _append(spans: list[Span], text: str, start: int, end: int) -> None:
