@@ -332,3 +332,15 @@ def test_a_man_pages_table_of_commands_gives_a_statement_per_row():
         "-batch Force batch I/O.", "-bail Stop after hitting an error"]
     assert _statements("To invert the match use grep with the\n-v option.") == [
         "To invert the match use grep with the -v option."]
+
+
+@pytest.mark.parametrize("question", ["What is the price of the Kumo Pure 300?",
+                                      "How much does the Kumo Pure 300 cost?", "Kumo Pure 300の価格はいくらですか？"])
+def test_a_price_is_answered_by_an_amount_of_money_or_not_at_all(question):
+    # The manual's numbers (a two-year warranty, 45 W) are no price.
+    manual = Passage(source_id="S1", text="The Kumo Pure 300 has a two-year warranty. The Kumo Pure 300 uses 45 W.",
+                     title="Kumo Pure 300 manual")
+    assert pick_sentences(question, [manual], min_score=ANSWER_MIN_SCORE) == []
+    priced = Passage(source_id="S1", text="The Kumo Pure 300 has a two-year warranty. The Kumo Pure 300 sells for "
+                     "$199 (29,800円).", title="Kumo Pure 300 manual")
+    assert "$199" in pick_sentences(question, [priced], min_score=0.1, max_sentences=1)[0].sentence

@@ -78,8 +78,16 @@ _NUMBER = re.compile(r"\d|\b(one|two|three|four|five|six|seven|eight|nine|ten|tw
                      r"|[一二三四五六七八九十百千]", re.I)
 
 
+# A price or a fee is an amount of money, or none: "a two-year warranty" holds a number, not a price (asked for the
+# Kumo Pure 300's price, the manual's specifications were the answer). Not any "cost": "the runtime cost of Rc".
+_WANTS_MONEY = re.compile(r"\b(price|prices|fee|fees)\b|how much (?:does|do|did|will|would) .{1,60}\bcost\b"
+                          r"|いくら|値段|価格|料金|費用|何円|何ドル", re.I)
+_MONEY = re.compile(r"[$€£¥￥]\s?\d|\d\s?(?:円|ドル|ユーロ|(?:dollars?|euros?|pounds?|yen|usd|eur|jpy|gbp)\b)"
+                    r"|[万億千百十]円|\b(free|no charge|without charge|royalty-free)\b|無料|無償", re.I)
+
+
 def _wants_number(query: Query) -> bool:
-    return bool(_WANTS_NUMBER.search(query.text))
+    return bool(_WANTS_NUMBER.search(query.text) or _WANTS_MONEY.search(query.text))
 
 
 def _holds_number(text: str) -> bool:
@@ -96,7 +104,10 @@ _TIME = re.compile(r"\b(dates?|days?|until|till|perpetual|permanent(ly)?|forever
 
 
 def _number_evidence(query: Query) -> Callable[[str], bool]:
-    """What tells a sentence answers a question that asks for a number (a time, for "how long" and "when")."""
+    """What tells a sentence answers a question that asks for a number (a time, for "how long" and "when"; money,
+    for a price)."""
+    if _WANTS_MONEY.search(query.text):
+        return lambda text: bool(_MONEY.search(text))
     if _WANTS_TIME.search(query.text):
         return lambda text: _holds_number(text) or bool(_TIME.search(text))
     return _holds_number
