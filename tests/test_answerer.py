@@ -344,3 +344,16 @@ def test_a_price_is_answered_by_an_amount_of_money_or_not_at_all(question):
     priced = Passage(source_id="S1", text="The Kumo Pure 300 has a two-year warranty. The Kumo Pure 300 sells for "
                      "$199 (29,800円).", title="Kumo Pure 300 manual")
     assert "$199" in pick_sentences(question, [priced], min_score=0.1, max_sentences=1)[0].sentence
+
+
+def test_which_option_is_answered_by_an_option_or_not_at_all():
+    # sqlite3's man page says how to open a database, and names no option that encrypts one.
+    sqlite = Passage(source_id="S1", title="man-sqlite3", section="lines 16-20", text=(
+        "To start a sqlite3 interactive session, invoke the sqlite3 command and optionally provide the name of a "
+        "database file.\n\n-bail\nStop after hitting an error."))
+    assert pick_sentences("Which sqlite3 option encrypts the database?", [sqlite], min_score=0.1) == []
+    tar = Passage(source_id="S1", title="man-tar", section="lines 720-724", text=(
+        "-z, --gzip\nFilter the archive through gzip.\n\n-j, --bzip2\nFilter the archive through bzip2."))
+    picked = pick_sentences("Which tar option compresses the archive with gzip?", [tar], min_score=0.1)
+    assert picked[0].sentence.startswith("-z, --gzip Filter the archive through gzip.")
+

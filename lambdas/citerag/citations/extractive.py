@@ -121,6 +121,10 @@ _WANTS_CODE = re.compile(r"\b(how (do|can|should) (i|you|we)|which (command|func
 _CODE = re.compile(r"(^|\s)\$ |--[a-z]|(?:^|\s)-[A-Za-z]\b(?!-)|\w::\w|\w!|\w\(\)|\b[a-z]+_[a-z_]+\b"
                    r"|\b(rustup|cargo|rustc) [a-z]"
                    r"|\b(?:pip3?|npm|pnpm|yarn|brew|apt(?:-get)?|dnf|conda|gem|uv) (?:install|add)\b")
+# "Which grep option…" is answered by an option ("-i", "--ignore-case"), as "how many" is by a number: a sentence
+# on the topic that names none ("grep prints each line that matches a pattern", for lines in blue) answers nothing.
+_WANTS_OPTION = re.compile(r"\b(which|what) (?:[\w.-]+ ){0,2}(?:option|flag|switch)(?:es|s)?\b|オプション|フラグ", re.I)
+_OPTION = re.compile(r"(?:^|[\s(\[,'\"`])--?[A-Za-z0-9]")
 # A question that asks what something is called ("…を何というか", "What do people call…") is answered by the
 # sentence that names it ("この区域を雑居地といい、…", "…と呼ばれます", "…are called Rustaceans"), a question type like
 # numbers and commands. Not "what is returned when unwrap is called", "…ということです" or "a file named x.txt".
@@ -618,6 +622,10 @@ def pick_sentences(
     if floor > 0 and _wants_number(query) and not any(map(_number_evidence(query), (c.text for c in picked))):
         # "Which version of Visual Studio…", "Rustの安定版は何週間ごとに…": sentences on the topic that state no
         # number do not answer a question that asks for one. Dev: JA abstention recall 70% -> 80%, nothing else moved.
+        return []
+    if floor > 0 and _WANTS_OPTION.search(query.text) and not _OPTION.search(best.text):
+        # The best sentence, not a runner-up: the runner-up with an option is another option's ("-o,
+        # --only-matching Print only the matched parts" for lines in blue).
         return []
     antecedent = _antecedent(best, candidates) if best in picked else None
     if antecedent is not None and not any(o.rank == antecedent.rank and o.pos <= antecedent.pos <= o.last
