@@ -357,3 +357,14 @@ def test_which_option_is_answered_by_an_option_or_not_at_all():
     picked = pick_sentences("Which tar option compresses the archive with gzip?", [tar], min_score=0.1)
     assert picked[0].sentence.startswith("-z, --gzip Filter the archive through gzip.")
 
+
+def test_a_question_that_names_a_document_is_not_answered_from_another_that_never_mentions_it():
+    sqlite = Passage(source_id="S1", title="man-sqlite3", section="lines 1-3", uri="file:///d/man-sqlite3.txt",
+                     text="sqlite3 is a terminal-based front-end to the SQLite library.")
+    ssh = Passage(source_id="S2", title="man-ssh", section="lines 90-92", uri="file:///d/man-ssh.txt",
+                  text="This works by allocating a socket to listen to a TCP port on the remote side.")
+    assert pick_sentences("What port does sqlite3 listen on?", [sqlite, ssh], min_score=0.1) == []
+    # Answered from the document it names, or from one that mentions it, it is answered.
+    ssh.text += " The sqlite3 shell listens on no port."
+    assert [p.source_id for p in pick_sentences("What port does sqlite3 listen on?", [sqlite, ssh],
+                                                min_score=0.1)] == ["S2"]

@@ -500,6 +500,7 @@ _FILLER = frozenset(tokenize(
     "happen happens work way ways thing things kind good best better possible able exist exactly actually really "
     "also still there here how what which who whom whose when where why is are was were be been am the a an to "
     "of in on at by for with and or not no yes if than then so"))
+_FILLER_IDS = frozenset(term_id(t) for t in _FILLER)
 _LATIN_WORD = re.compile(r"^[a-z][a-z0-9_.-]*$")
 
 
@@ -602,6 +603,8 @@ def pick_sentences(
     if candidates[0].evidence < unknown_floor:
         return []
     best = _widened(candidates)
+    if floor > 0 and not _about_what_is_named(query, usable, usable[best.rank]):
+        return []
     picked = [best]
     for c in candidates[1:]:
         if len(picked) >= max_sentences or c.score < RUNNER_UP_RATIO * best.score:
@@ -636,6 +639,15 @@ def pick_sentences(
     # Read in document order: by passage rank, then position within the passage.
     picked.sort(key=lambda c: (c.rank, c.pos))
     return [Picked(usable[c.rank].source_id, c.text, c.score) for c in picked]
+
+
+def _about_what_is_named(query: Query, usable: list[Passage], answer: Passage) -> bool:
+    """False when the question names a document (its words are in the title of one that search found: "sqlite3"
+    of man-sqlite3) and the answer's passage holds none of them: "What port does sqlite3 listen on?" was answered
+    with ssh's port forwarding. No benchmark question's answer is refused by this (0 of 542)."""
+    asked = content_terms(query) - _FILLER_IDS
+    named = {t for p in usable for t in _terms(p.title, False) & asked}
+    return not named or bool(named & _terms(f"{answer.title} {answer.section or ''} {answer.text}", False))
 
 
 def _same_words(a: str, b: str) -> bool:
