@@ -368,3 +368,12 @@ def test_a_question_that_names_a_document_is_not_answered_from_another_that_neve
     ssh.text += " The sqlite3 shell listens on no port."
     assert [p.source_id for p in pick_sentences("What port does sqlite3 listen on?", [sqlite, ssh],
                                                 min_score=0.1)] == ["S2"]
+
+
+def test_prose_that_names_a_command_after_a_colon_is_a_sentence_not_a_command():
+    # Cargo's FAQ: the list item under "For example:" was cut after "unless", leaving "--locked is passed in." alone.
+    text = ("For example:\n\ncargo install will select the latest dependencies unless\n--locked is passed in.\n\n"
+            "To install, run this:\n\npython -m pip install rich\nThen import it.")
+    assert _statements(text) == [
+        "For example:", "cargo install will select the latest dependencies unless --locked is passed in.",
+        "To install, run this: python -m pip install rich", "Then import it."]

@@ -184,6 +184,11 @@ def _heading_line(line: str, opens_paragraph: bool, after: str) -> bool:
         and not after[:1].islower() and not _OPTION_TERM.match(line)
 
 
+# Six plain words or more: prose that names a command ("For example:\ncargo install will select the latest
+# dependencies unless\n--locked is passed in."), not the command an "enter this:" introduces.
+_PLAIN_WORDS = re.compile(r"^(?:[A-Za-z]+ ){5,}[A-Za-z]+[.,;]?$")
+
+
 def _statements(text: str, lines_wrap: bool = True) -> list[str]:
     """The passage's sentences as an answer quotes them: "the vec! macro" and "v. 2.0" do not end a sentence (the
     next word, on the same line, is lower case or a number), and "enter this line:" takes the command on the next
@@ -213,7 +218,8 @@ def _statements(text: str, lines_wrap: bool = True) -> list[str]:
             # A text file keeps its line breaks (they give the line numbers cited): a sentence wrapped over lines
             # is still one sentence.
             out[-1] += ("" if _is_cjk(out[-1][-1]) or _is_cjk(piece[0]) else " ") + piece
-        elif out and out[-1].endswith((":", "：")) and _CODE.search(piece) and len(piece) <= 120:
+        elif out and out[-1].endswith((":", "：")) and _CODE.search(piece) and len(piece) <= 120 \
+                and not _PLAIN_WORDS.match(piece):
             out[-1] = f"{out[-1]} {piece}"
             code_end = True
             continue
