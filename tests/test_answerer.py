@@ -377,3 +377,21 @@ def test_prose_that_names_a_command_after_a_colon_is_a_sentence_not_a_command():
     assert _statements(text) == [
         "For example:", "cargo install will select the latest dependencies unless --locked is passed in.",
         "To install, run this: python -m pip install rich", "Then import it."]
+
+
+def test_a_default_setting_a_manual_prints_as_configuration_is_a_statement_of_its_own():
+    # The Cargo book lists a profile's defaults as TOML: read as one wrapped sentence ("[profile.release]
+    # opt-level = 3 debug = false …"), the default asked for was a fragment no question could get.
+    text = ("The default settings for the release profile are:\n\n[profile.release]\nopt-level = 3\ndebug = false\n"
+            "codegen-units = 16")
+    assert _statements(text) == ["The default settings for the release profile are:",
+                                 "[profile.release] opt-level = 3", "debug = false", "codegen-units = 16"]
+    # A line of code is no setting: it stays in its statement.
+    assert _statements("page = reader.pages[0]\ntext = page.extract_text()") == [
+        "page = reader.pages[0] text = page.extract_text()"]
+    release = Passage(source_id="S1", text=f"release\n\n{text}", section="Profiles > Default profiles > release")
+    dev = Passage(source_id="S2", text="dev\n\nThe dev profile is the default for cargo build. Its opt-level is low.",
+                  section="Profiles > Default profiles > dev")
+    picked = pick_sentences("What is the default opt-level of the release profile?", [dev, release],
+                            max_sentences=1)
+    assert [(p.source_id, p.sentence) for p in picked] == [("S1", "[profile.release] opt-level = 3")]

@@ -173,6 +173,12 @@ _OPTION_TERM = re.compile(r"^--?[A-Za-z0-9]")
 # a dot-command always is; one that opens with an option only under another ("grep with the\n-v option" wraps).
 _ROW = re.compile(r"^(?:--?[A-Za-z0-9]|\.[a-z]{2,}\b)")
 _DOT_COMMAND = re.compile(r"^\.[a-z]{2,}\b")
+# A configuration file's line, as manuals print the defaults ("opt-level = 3", "regex = { git = \"…\" }"): a row
+# too, after its table's header ("[profile.release]") if it is the first. A literal value, not code
+# ("page = reader.pages[0]").
+_SETTING = re.compile(r"^[A-Za-z_][\w.-]*\s?=\s?(?:-?\d[\w.]*|true|false|\"[^\"]*\"|'[^']*'|\{.*\}|\[.*\])\s*(?:#.*)?$")
+_TABLE = re.compile(r"^\[[\w.\-\"]+\]$")
+_UNDER_TABLE = re.compile(r"^\[[\w.\-\"]+\] ")
 
 
 def _heading_line(line: str, opens_paragraph: bool, after: str) -> bool:
@@ -214,7 +220,9 @@ def _statements(text: str, lines_wrap: bool = True) -> list[str]:
             out[-1] = f"{out[-1]} {piece}"
         elif out and wrapped and not code_end and not out[-1].endswith((*_TERMINAL, "?", "？", ":", "：", ";")) \
                 and not _looks_like_heading(out[-1]) and not _heading_line(out[-1], paragraph[-1], piece) \
-                and not _DOT_COMMAND.match(piece) and not (_ROW.match(piece) and _ROW.match(out[-1])):
+                and not _DOT_COMMAND.match(piece) and not (_ROW.match(piece) and _ROW.match(out[-1])) \
+                and not (_SETTING.match(piece) and not _TABLE.match(out[-1])) and not _SETTING.match(out[-1]) \
+                and not _TABLE.match(piece):
             # A text file keeps its line breaks (they give the line numbers cited): a sentence wrapped over lines
             # is still one sentence.
             out[-1] += ("" if _is_cjk(out[-1][-1]) or _is_cjk(piece[0]) else " ") + piece
@@ -435,8 +443,8 @@ def rank_sentences(
             own = sum(q_weight[t] for t in held) / total
             lexical = sum(q_weight[t] for t in held | titled) / total if held else own
             factor = off_topic
-            if not _ends_statement(text):
-                factor *= 0.6  # headings and fragments read badly as answers
+            if not _ends_statement(text) and not (first == last and _SETTING.match(_UNDER_TABLE.sub("", text))):
+                factor *= 0.6  # headings and fragments read badly as answers; "opt-level = 3" is whole
             if heading[first] or (first == 0 and text[:1].islower()):
                 # "Grant of Patent License." restates the question's words without answering it; a passage that
                 # starts mid-sentence (a chunk boundary) gives a fragment.
