@@ -373,10 +373,12 @@ def test_a_question_that_names_a_document_is_not_answered_from_another_that_neve
 def test_prose_that_names_a_command_after_a_colon_is_a_sentence_not_a_command():
     # Cargo's FAQ: the list item under "For example:" was cut after "unless", leaving "--locked is passed in." alone.
     text = ("For example:\n\ncargo install will select the latest dependencies unless\n--locked is passed in.\n\n"
-            "To install, run this:\n\npython -m pip install rich\nThen import it.")
+            "To install, run this:\n\npython -m pip install rich\nThen import it.\n\nIssues we have seen are:\n\n"
+            "A build script prints cargo::rerun-if-changed=foo where foo is a file that\ndoesn't exist.")
     assert _statements(text) == [
         "For example:", "cargo install will select the latest dependencies unless --locked is passed in.",
-        "To install, run this: python -m pip install rich", "Then import it."]
+        "To install, run this: python -m pip install rich", "Then import it.", "Issues we have seen are:",
+        "A build script prints cargo::rerun-if-changed=foo where foo is a file that doesn't exist."]
 
 
 def test_a_default_setting_a_manual_prints_as_configuration_is_a_statement_of_its_own():

@@ -191,8 +191,13 @@ def _heading_line(line: str, opens_paragraph: bool, after: str) -> bool:
 
 
 # Six plain words or more: prose that names a command ("For example:\ncargo install will select the latest
-# dependencies unless\n--locked is passed in."), not the command an "enter this:" introduces.
-_PLAIN_WORDS = re.compile(r"^(?:[A-Za-z]+ ){5,}[A-Za-z]+[.,;]?$")
+# dependencies unless\n--locked is passed in.", "…are:\nA build script prints cargo::rerun-if-changed=foo where foo
+# is a file that\ndoesn't exist…"), not the command an "enter this:" introduces ("python -m pip install rich").
+_PLAIN_WORD = re.compile(r"(?<![\w\-./:=$'\"])[A-Za-z]{2,}(?![\w\-./:=('\"])")
+
+
+def _reads_as_prose(line: str) -> bool:
+    return not line.startswith("$ ") and len(_PLAIN_WORD.findall(line)) >= 6
 
 
 def _statements(text: str, lines_wrap: bool = True) -> list[str]:
@@ -227,7 +232,7 @@ def _statements(text: str, lines_wrap: bool = True) -> list[str]:
             # is still one sentence.
             out[-1] += ("" if _is_cjk(out[-1][-1]) or _is_cjk(piece[0]) else " ") + piece
         elif out and out[-1].endswith((":", "：")) and _CODE.search(piece) and len(piece) <= 120 \
-                and not _PLAIN_WORDS.match(piece):
+                and not _reads_as_prose(piece):
             out[-1] = f"{out[-1]} {piece}"
             code_end = True
             continue
