@@ -368,6 +368,12 @@ def test_a_question_that_names_a_document_is_not_answered_from_another_that_neve
     ssh.text += " The sqlite3 shell listens on no port."
     assert [p.source_id for p in pick_sentences("What port does sqlite3 listen on?", [sqlite, ssh],
                                                 min_score=0.1)] == ["S2"]
+    # A word most of the index holds names no document, though a title has it ("build" of "cargo build").
+    build = Passage(source_id="S1", title="cargo build", text="--lib Build the package's library.")
+    faq = Passage(source_id="S2", title="Cargo FAQ", text="Only one package may link a native library.")
+    stats = CorpusStats(n_docs=10, total_len=100, df={term_id(t): 5 for t in tokenize("build library package")})
+    assert [p.source_id for p in pick_sentences("Which package may link a native library with build?", [build, faq],
+                                                stats, min_score=0.1)] == ["S2"]
 
 
 def test_prose_that_names_a_command_after_a_colon_is_a_sentence_not_a_command():

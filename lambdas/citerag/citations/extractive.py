@@ -622,7 +622,7 @@ def pick_sentences(
     if candidates[0].evidence < unknown_floor:
         return []
     best = _widened(candidates)
-    if floor > 0 and not _about_what_is_named(query, usable, usable[best.rank]):
+    if floor > 0 and not _about_what_is_named(query, usable, usable[best.rank], stats):
         return []
     picked = [best]
     for c in candidates[1:]:
@@ -660,12 +660,18 @@ def pick_sentences(
     return [Picked(usable[c.rank].source_id, c.text, c.score) for c in picked]
 
 
-def _about_what_is_named(query: Query, usable: list[Passage], answer: Passage) -> bool:
-    """False when the question names a document (its words are in the title of one that search found: "sqlite3"
-    of man-sqlite3) and the answer's passage holds none of them: "What port does sqlite3 listen on?" was answered
-    with ssh's port forwarding. No benchmark question's answer is refused by this (0 of 542)."""
+NAMED_MAX_SHARE = 0.1  # of the indexed passages: "sqlite3" names a document, "build" (47% of the Cargo book's) none
+
+
+def _about_what_is_named(query: Query, usable: list[Passage], answer: Passage, stats: CorpusStats | None) -> bool:
+    """False when the question names a document (a word in the title of one that search found, rare in the index:
+    "sqlite3" of man-sqlite3) and the answer's passage holds none of the words it names: "What port does sqlite3
+    listen on?" was answered with ssh's port forwarding. No benchmark question's answer is refused by this (0 of
+    542)."""
     asked = content_terms(query) - _FILLER_IDS
     named = {t for p in usable for t in _terms(p.title, False) & asked}
+    if stats is not None and stats.n_docs:
+        named = {t for t in named if stats.df.get(t, 0) <= NAMED_MAX_SHARE * stats.n_docs}
     return not named or bool(named & _terms(f"{answer.title} {answer.section or ''} {answer.text}", False))
 
 
