@@ -168,17 +168,23 @@ HEADING_LINE_CHARS = 24
 # A command-line option over its description, as a man page lists them ("-i identity_file\n  Selects a file from
 # which…"): the option is what "which option…" asks for, so it reads on into the sentence under it.
 _OPTION_TERM = re.compile(r"^--?[A-Za-z0-9]")
-# A line of a table of options or commands, as man pages print them ("-batch  Force batch I/O.", ".tables ?TABLE?
-# List names of tables"): each row is a statement of its own, not the wrap of the row above. A line that opens with
-# a dot-command always is; one that opens with an option only under another ("grep with the\n-v option" wraps).
-_ROW = re.compile(r"^(?:--?[A-Za-z0-9]|\.[a-z]{2,}\b)")
 _DOT_COMMAND = re.compile(r"^\.[a-z]{2,}\b")
-# A configuration file's line, as manuals print the defaults ("opt-level = 3", "regex = { git = \"…\" }"): a row
-# too, after its table's header ("[profile.release]") if it is the first. A literal value, not code
-# ("page = reader.pages[0]").
+# A configuration file's line, as manuals print the defaults ("opt-level = 3", "regex = { git = \"…\" }"). A
+# literal value, not code ("page = reader.pages[0]").
 _SETTING = re.compile(r"^[A-Za-z_][\w.-]*\s?=\s?(?:-?\d[\w.]*|true|false|\"[^\"]*\"|'[^']*'|\{.*\}|\[.*\])\s*(?:#.*)?$")
-_TABLE = re.compile(r"^\[[\w.\-\"]+\]$")
-_UNDER_TABLE = re.compile(r"^\[[\w.\-\"]+\] ")
+_TABLE_HEADER = r"^\[[\w.\-\"]+\]"
+_TABLE = re.compile(_TABLE_HEADER + "$")
+_UNDER_TABLE = re.compile(_TABLE_HEADER + " ")
+
+
+def _opens_row(previous: str, line: str) -> bool:
+    """A line of a table of options, commands or settings, as man pages and manuals print them ("-batch  Force
+    batch I/O.", ".tables ?TABLE?  List names of tables", "opt-level = 3"): a statement of its own, not the wrap of
+    the line above. A dot-command or a table's header always opens one; an option only under another ("grep with
+    the\n-v option" wraps); a setting unless it is the first under its table's header, which it goes with."""
+    option = _OPTION_TERM.match(line) and (_OPTION_TERM.match(previous) or _DOT_COMMAND.match(previous))
+    setting = _SETTING.match(line) and not _TABLE.match(previous)
+    return bool(_DOT_COMMAND.match(line) or _TABLE.match(line) or option or setting or _SETTING.match(previous))
 
 
 def _heading_line(line: str, opens_paragraph: bool, after: str) -> bool:
@@ -225,9 +231,7 @@ def _statements(text: str, lines_wrap: bool = True) -> list[str]:
             out[-1] = f"{out[-1]} {piece}"
         elif out and wrapped and not code_end and not out[-1].endswith((*_TERMINAL, "?", "？", ":", "：", ";")) \
                 and not _looks_like_heading(out[-1]) and not _heading_line(out[-1], paragraph[-1], piece) \
-                and not _DOT_COMMAND.match(piece) and not (_ROW.match(piece) and _ROW.match(out[-1])) \
-                and not (_SETTING.match(piece) and not _TABLE.match(out[-1])) and not _SETTING.match(out[-1]) \
-                and not _TABLE.match(piece):
+                and not _opens_row(out[-1], piece):
             # A text file keeps its line breaks (they give the line numbers cited): a sentence wrapped over lines
             # is still one sentence.
             out[-1] += ("" if _is_cjk(out[-1][-1]) or _is_cjk(piece[0]) else " ") + piece
@@ -666,8 +670,8 @@ NAMED_MAX_SHARE = 0.1  # of the indexed passages: "sqlite3" names a document, "b
 def _about_what_is_named(query: Query, usable: list[Passage], answer: Passage, stats: CorpusStats | None) -> bool:
     """False when the question names a document (a word in the title of one that search found, rare in the index:
     "sqlite3" of man-sqlite3) and the answer's passage holds none of the words it names: "What port does sqlite3
-    listen on?" was answered with ssh's port forwarding. No benchmark question's answer is refused by this (0 of
-    542)."""
+    listen on?" was answered with ssh's port forwarding. Of the 542 benchmark questions it refuses one, a JaQuAD
+    dev near miss."""
     asked = content_terms(query) - _FILLER_IDS
     named = {t for p in usable for t in _terms(p.title, False) & asked}
     if stats is not None and stats.n_docs:
