@@ -403,3 +403,18 @@ def test_a_default_setting_a_manual_prints_as_configuration_is_a_statement_of_it
     picked = pick_sentences("What is the default opt-level of the release profile?", [dev, release],
                             max_sentences=1)
     assert [(p.source_id, p.sentence) for p in picked] == [("S1", "[profile.release] opt-level = 3")]
+
+
+def test_an_option_is_answered_without_the_row_under_it():
+    # sort's Japanese man page: each option over its description, a blank line between them. Paired as a sentence
+    # and the one after it, "-f" came with "-g", which is another option.
+    sort = Passage(source_id="S1", title="man-ja-sort", section="lines 20-31", lang="ja", text=(
+        "-d, --dictionary-order\n空白および英数字のみ含まれていると仮定する\n\n"
+        "-f, --ignore-case\n大文字・小文字を区別しない\n\n-g, --general-numeric-sort\n一般的な数値として比較を行う"))
+    picked = pick_sentences("sortで大文字と小文字を区別しないオプションは？", [sort], max_sentences=1)
+    assert len(picked) == 1 and picked[0].sentence.startswith("-f, --ignore-case")
+    assert picked[0].sentence.endswith("大文字・小文字を区別しない")
+    # Prose after a setting still pairs with it: the sentence under a default says what it does.
+    profile = Passage(source_id="S1", title="Profiles", text="opt-level = 3\nThe release profile optimizes fully.")
+    assert "optimizes" in pick_sentences("What does the release profile set opt-level to?", [profile],
+                                         max_sentences=1)[0].sentence

@@ -187,6 +187,15 @@ def _opens_row(previous: str, line: str) -> bool:
     return bool(_DOT_COMMAND.match(line) or _TABLE.match(line) or option or setting or _SETTING.match(previous))
 
 
+def _is_setting(statement: str) -> bool:
+    return bool(_SETTING.match(_UNDER_TABLE.sub("", statement)))  # "[profile.release] opt-level = 3" too
+
+
+def _is_row(statement: str) -> bool:
+    """A statement that is one entry of such a table: an option, a dot-command or a setting with what it does."""
+    return bool(_OPTION_TERM.match(statement) or _DOT_COMMAND.match(statement)) or _is_setting(statement)
+
+
 def _heading_line(line: str, opens_paragraph: bool, after: str) -> bool:
     """A text file's line this short that opens a paragraph and ends no sentence is a heading ("\n\nKumo カスタマー
     サポート\n電話受付は…"), unless it reads on: it ends with a comma ("Dear customer,") or the next line goes on in
@@ -432,12 +441,15 @@ def rank_sentences(
             units.append((pos, pos, text))
             complete = _ends_statement(text) or text.endswith((":", "："))
             if pos + 1 < len(spans) and len(text) + len(spans[pos + 1]) <= 500 \
-                    and not text.endswith(("?", "？")) and complete and not heading[pos + 1] and not owns[pos]:
+                    and not text.endswith(("?", "？")) and complete and not heading[pos + 1] and not owns[pos] \
+                    and not (_is_row(text) and _is_row(spans[pos + 1])):
                 # The fact often follows the sentence that matches the question ("If you get linker errors,
                 # install a C compiler. For example, on Ubuntu, install build-essential."): a pair is a unit too.
                 # Not a heading or caption (no sentence end, no command) with the paragraph under it, nor a
                 # sentence with the next section's heading ("…filed. 4. Redistribution.": no dev figure moved).
                 # Japanese runs on after "。", not after a command ("$ rustc --version" + "バージョンナンバー…").
+                # Not two entries of a table: the row under an option is another option ("-f, --ignore-case
+                # 大文字・小文字を区別しない" + "-g, --general-numeric-sort…" answered with both).
                 joiner = "" if query.lang == "ja" and _is_cjk(text[-1]) else " "
                 units.append((pos, pos + 1, text + joiner + spans[pos + 1]))
         for first, last, text in units:
@@ -452,7 +464,7 @@ def rank_sentences(
             own = sum(q_weight[t] for t in held) / total
             lexical = sum(q_weight[t] for t in held | titled) / total if held else own
             factor = off_topic
-            if not _ends_statement(text) and not (first == last and _SETTING.match(_UNDER_TABLE.sub("", text))):
+            if not _ends_statement(text) and not (first == last and _is_setting(text)):
                 factor *= 0.6  # headings and fragments read badly as answers; "opt-level = 3" is whole
             if heading[first] or (first == 0 and text[:1].islower()):
                 # "Grant of Patent License." restates the question's words without answering it; a passage that
