@@ -412,9 +412,15 @@ def test_an_option_is_answered_without_the_row_under_it():
         "-d, --dictionary-order\n空白および英数字のみ含まれていると仮定する\n\n"
         "-f, --ignore-case\n大文字・小文字を区別しない\n\n-g, --general-numeric-sort\n一般的な数値として比較を行う"))
     picked = pick_sentences("sortで大文字と小文字を区別しないオプションは？", [sort], max_sentences=1)
-    assert len(picked) == 1 and picked[0].sentence.startswith("-f, --ignore-case")
-    assert picked[0].sentence.endswith("大文字・小文字を区別しない")
+    assert [p.sentence for p in picked] == ["-f, --ignore-case 大文字・小文字を区別しない"]
     # Prose after a setting still pairs with it: the sentence under a default says what it does.
     profile = Passage(source_id="S1", title="Profiles", text="opt-level = 3\nThe release profile optimizes fully.")
     assert "optimizes" in pick_sentences("What does the release profile set opt-level to?", [profile],
                                          max_sentences=1)[0].sentence
+
+
+def test_a_japanese_line_wrapped_after_latin_text_reads_with_a_space():
+    # A Japanese man page wraps lines between a word and its particle; a page shows a space where Latin text meets
+    # Japanese ("grep\nは" is "grep は") and none inside Japanese ("マッチ\nした" is "マッチした").
+    assert _statements("デフォルトでは、grep\nはマッチした行を表示します。\n標準入力から検索\nします。") == [
+        "デフォルトでは、grep はマッチした行を表示します。", "標準入力から検索します。"]

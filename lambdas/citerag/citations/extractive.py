@@ -242,8 +242,9 @@ def _statements(text: str, lines_wrap: bool = True) -> list[str]:
                 and not _looks_like_heading(out[-1]) and not _heading_line(out[-1], paragraph[-1], piece) \
                 and not _opens_row(out[-1], piece):
             # A text file keeps its line breaks (they give the line numbers cited): a sentence wrapped over lines
-            # is still one sentence.
-            out[-1] += ("" if _is_cjk(out[-1][-1]) or _is_cjk(piece[0]) else " ") + piece
+            # is still one sentence. Japanese wraps anywhere, so its line break is no space; between Latin and
+            # Japanese it is one, as a page renders it ("-f, --ignore-case\n大文字・小文字を区別しない").
+            out[-1] += ("" if _is_cjk(out[-1][-1]) and _is_cjk(piece[0]) else " ") + piece
         elif out and out[-1].endswith((":", "：")) and _CODE.search(piece) and len(piece) <= 120 \
                 and not _reads_as_prose(piece):
             out[-1] = f"{out[-1]} {piece}"
