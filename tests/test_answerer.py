@@ -424,3 +424,15 @@ def test_a_japanese_line_wrapped_after_latin_text_reads_with_a_space():
     # Japanese ("grep\nは" is "grep は") and none inside Japanese ("マッチ\nした" is "マッチした").
     assert _statements("デフォルトでは、grep\nはマッチした行を表示します。\n標準入力から検索\nします。") == [
         "デフォルトでは、grep はマッチした行を表示します。", "標準入力から検索します。"]
+
+
+def test_an_answer_about_a_named_document_adds_nothing_from_another_that_never_mentions_it():
+    # A runner-up from find's man page is about find's options, however close its words.
+    sort = Passage(source_id="S1", title="man-ja-sort", section="lines 26-27", lang="ja",
+                   text="-f, --ignore-case\n大文字・小文字を区別しない")
+    find = Passage(source_id="S2", title="man-ja-find", section="lines 616-617", lang="ja",
+                   text="-iname pattern\n-name と同様ですが、大文字小文字は区別しません。")
+    question = "sortで大文字と小文字を区別しないオプションは？"
+    assert [p.source_id for p in pick_sentences(question, [sort, find])] == ["S1"]
+    find.text += "\nsort の -f と同じです。"  # one that mentions it may add to the answer
+    assert [p.source_id for p in pick_sentences(question, [sort, find])] == ["S1", "S2"]

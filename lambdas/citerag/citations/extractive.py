@@ -639,7 +639,8 @@ def pick_sentences(
     if candidates[0].evidence < unknown_floor:
         return []
     best = _widened(candidates)
-    if floor > 0 and not _about_what_is_named(query, usable, usable[best.rank], stats):
+    named = _named_words(query, usable, stats)
+    if floor > 0 and not _mentions(usable[best.rank], named):
         return []
     picked = [best]
     for c in candidates[1:]:
@@ -650,6 +651,8 @@ def pick_sentences(
             # page, for a question about grep's recursive search): not part of the answer. JaQuAD dev facts 86.3% ->
             # 87.2%, nothing else moved.
             continue
+        if not _mentions(usable[c.rank], named):
+            continue  # "sortで大文字と小文字を区別しないオプションは？": find's "-iname" is not sort's, however close
         if not any((c.rank == o.rank and c.pos <= o.last and o.pos <= c.last) or _same_words(c.text, o.text)
                    for o in picked):
             # A runner-up that does not overlap the sentences already in the answer, nor repeat one that another
@@ -680,16 +683,21 @@ def pick_sentences(
 NAMED_MAX_SHARE = 0.1  # of the indexed passages: "sqlite3" names a document, "build" (47% of the Cargo book's) none
 
 
-def _about_what_is_named(query: Query, usable: list[Passage], answer: Passage, stats: CorpusStats | None) -> bool:
-    """False when the question names a document (a word in the title of one that search found, rare in the index:
-    "sqlite3" of man-sqlite3) and the answer's passage holds none of the words it names: "What port does sqlite3
-    listen on?" was answered with ssh's port forwarding. Of the 542 benchmark questions it refuses one, a JaQuAD
-    dev near miss."""
+def _named_words(query: Query, usable: list[Passage], stats: CorpusStats | None) -> set[int]:
+    """The documents a question names: words of the title of one that search found, rare in the index ("sqlite3"
+    of man-sqlite3)."""
     asked = content_terms(query) - _FILLER_IDS
     named = {t for p in usable for t in _terms(p.title, False) & asked}
     if stats is not None and stats.n_docs:
         named = {t for t in named if stats.df.get(t, 0) <= NAMED_MAX_SHARE * stats.n_docs}
-    return not named or bool(named & _terms(f"{answer.title} {answer.section or ''} {answer.text}", False))
+    return named
+
+
+def _mentions(passage: Passage, named: set[int]) -> bool:
+    """False when the question names a document and this passage holds none of the words it names: "What port does
+    sqlite3 listen on?" was answered with ssh's port forwarding. Of the 542 benchmark questions it refuses one, a
+    JaQuAD dev near miss."""
+    return not named or bool(named & _terms(f"{passage.title} {passage.section or ''} {passage.text}", False))
 
 
 def _same_words(a: str, b: str) -> bool:
