@@ -356,6 +356,12 @@ def test_which_option_is_answered_by_an_option_or_not_at_all():
         "-z, --gzip\nFilter the archive through gzip.\n\n-j, --bzip2\nFilter the archive through bzip2."))
     picked = pick_sentences("Which tar option compresses the archive with gzip?", [tar], min_score=0.1)
     assert picked[0].sentence.startswith("-z, --gzip Filter the archive through gzip.")
+    # The option, where a sentence that names none ranks above it: wc's man page lists what it counts.
+    wc = Passage(source_id="S1", title="man-ja-wc", section="lines 21-41", lang="ja", text=(
+        "表示は常に次の順です: 改行数、単語数、文字数、バイト数。\n\n"
+        "-c, --bytes\nバイト数を表示する\n\n-w, --words\n単語数を表示する"))
+    picked = pick_sentences("wcで単語数を表示するオプションは？", [wc], min_score=0.1)
+    assert [p.sentence for p in picked] == ["-w, --words 単語数を表示する"]
 
 
 def test_a_question_that_names_a_document_is_not_answered_from_another_that_never_mentions_it():
