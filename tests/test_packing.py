@@ -51,6 +51,17 @@ def test_cut_keeps_whole_characters_and_marks_elisions():
     assert out.startswith("… ") and out.endswith(" …")
 
 
+def test_a_cut_keeps_the_line_before_the_best_sentence_when_nothing_favours_either_side():
+    # A man page as the search tool sends it: the option's line over its description. Cut with the text after the
+    # description always taken first, "-h, --human-readable" was lost and with it the answer.
+    rows = [f"--option-{i}\nオプション{i}の説明です" for i in range(40)]
+    text = "\n\n".join([*rows[:20], "-h, --human-readable\n人間が読みやすい形式でサイズを表示する", *rows[20:]])
+    out = cut_to_bytes(text, {"人間", "サイ"}, 400)
+    assert "-h, --human-readable\n人間が読みやすい形式でサイズを表示する" in out
+    kept_before, kept_after = out.split("人間が読みやすい")
+    assert abs(kept_before.count("説明です") - kept_after.count("説明です")) <= 1  # centred on the best sentence
+
+
 texts_st = st.lists(
     st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=3000),
     min_size=0, max_size=25,

@@ -138,16 +138,19 @@ def _cut(text: str, terms: set[str], max_bytes: int, measure: Callable[[str], in
         s = sentences[best]
         kept = _kept_prefix(s.text, max_bytes, measure)
         return _with_ellipsis(s.text, kept), s.start, s.start + kept
-    # Grow around the best sentence, preferring the better-scoring neighbour, while it fits.
+    # Grow around the best sentence, preferring the better-scoring neighbour, while it fits; between equals, the
+    # side grown less, the one before first: what reads a sentence often comes just before it (a man page's option
+    # line over its description: "-h, --human-readable" was cut off, and with it the answer, because the text after
+    # the description always went first).
     lo = hi = best
     while True:
         options = []
         if lo > 0:
-            options.append((scores[lo - 1], -1))
+            options.append((scores[lo - 1], best - lo, -1))
         if hi < len(sentences) - 1:
-            options.append((scores[hi + 1], 1))
+            options.append((scores[hi + 1], hi - best, 1))
         grew = False
-        for _, side in sorted(options, key=lambda o: (-o[0], -o[1])):
+        for _, _, side in sorted(options, key=lambda o: (-o[0], o[1], o[2])):
             cand = lo - 1 if side < 0 else hi + 1
             trial = _render(text, sentences, chosen | {cand})
             if measure(trial) <= max_bytes:
