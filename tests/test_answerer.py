@@ -334,6 +334,24 @@ def test_a_man_pages_table_of_commands_gives_a_statement_per_row():
         "To invert the match use grep with the -v option."]
 
 
+def test_an_option_alone_on_its_line_reads_into_its_description():
+    # find's "-iname pattern" over a description that opens with the option it is like: no row of its own.
+    assert _statements("-ilname pattern\n-lname と同様ですが、大文字小文字は区別しません。\n\n\n"
+                       "-iname pattern\n-name と同様ですが、大文字小文字は区別しません。") == [
+        "-ilname pattern -lname と同様ですが、大文字小文字は区別しません。",
+        "-iname pattern -name と同様ですが、大文字小文字は区別しません。"]
+    # sed's page leaves a blank line between an option and its description.
+    text = ("-n, --quiet, --silent\n\nパターンスペースの自動出力を抑制します\n\n"
+            "--debug\n\nプログラム実行状況を表示します")
+    assert _statements(text) == ["-n, --quiet, --silent パターンスペースの自動出力を抑制します",
+                                 "--debug プログラム実行状況を表示します"]
+    sed = Passage(source_id="S1", title="sed", section="lines 20-27", lang="ja", text=text)
+    picked = pick_sentences("sedでパターンスペースの自動出力を抑制するオプションは？", [sed], min_score=0.1)
+    assert [p.sentence for p in picked] == ["-n, --quiet, --silent パターンスペースの自動出力を抑制します"]
+    # An option with a description on its line, or named in prose, still ends where it did.
+    assert _statements("-v option is used by grep\n-c counts") == ["-v option is used by grep", "-c counts"]
+
+
 @pytest.mark.parametrize("question", ["What is the price of the Kumo Pure 300?",
                                       "How much does the Kumo Pure 300 cost?", "Kumo Pure 300の価格はいくらですか？"])
 def test_a_price_is_answered_by_an_amount_of_money_or_not_at_all(question):

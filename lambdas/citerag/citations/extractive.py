@@ -169,6 +169,10 @@ HEADING_LINE_CHARS = 24
 # which…"): the option is what "which option…" asks for, so it reads on into the sentence under it.
 _OPTION_TERM = re.compile(r"^--?[A-Za-z0-9]")
 _DOT_COMMAND = re.compile(r"^\.[a-z]{2,}\b")
+# An option with its aliases and argument placeholders and nothing else on the line ("-iname pattern", "-h,
+# --human-readable", "-n, --lines=[-]NUM"): its description is on the lines under it.
+_OPTION_ALONE = re.compile(r"^--?[A-Za-z0-9][^\s,]*(?:,?\s+--?[A-Za-z0-9][^\s,]*)*"
+                           r"(?:\s+(?:[a-z_]+|[A-Z_]+|\[[^\]\s]*\])){0,2}$")
 # A configuration file's line, as manuals print the defaults ("opt-level = 3", "regex = { git = \"…\" }"). A
 # literal value, not code ("page = reader.pages[0]").
 _SETTING = re.compile(r"^[A-Za-z_][\w.-]*\s?=\s?(?:-?\d[\w.]*|true|false|\"[^\"]*\"|'[^']*'|\{.*\}|\[.*\])\s*(?:#.*)?$")
@@ -181,8 +185,10 @@ def _opens_row(previous: str, line: str) -> bool:
     """A line of a table of options, commands or settings, as man pages and manuals print them ("-batch  Force
     batch I/O.", ".tables ?TABLE?  List names of tables", "opt-level = 3"): a statement of its own, not the wrap of
     the line above. A dot-command or a table's header always opens one; an option only under another ("grep with
-    the\n-v option" wraps); a setting unless it is the first under its table's header, which it goes with."""
-    option = _OPTION_TERM.match(line) and (_OPTION_TERM.match(previous) or _DOT_COMMAND.match(previous))
+    the\n-v option" wraps), nor under an option alone on its line, whose description it is ("-iname pattern\n-name
+    と同様ですが、…"); a setting unless it is the first under its table's header, which it goes with."""
+    option = _OPTION_TERM.match(line) and (_OPTION_TERM.match(previous) or _DOT_COMMAND.match(previous)) \
+        and not _OPTION_ALONE.match(previous)
     setting = _SETTING.match(line) and not _TABLE.match(previous)
     return bool(_DOT_COMMAND.match(line) or _TABLE.match(line) or option or setting or _SETTING.match(previous))
 
@@ -235,6 +241,10 @@ def _statements(text: str, lines_wrap: bool = True) -> list[str]:
         wrapped = gap.endswith("\n") and not gap.startswith("\n") and (lines_wrap or goes_on)
         if out and _ENUMERATOR.match(out[-1]):
             out[-1] = f"{out[-1]} {piece}"  # "3." + "Grant of Patent License.": the number labels what follows
+        elif out and lines_wrap and gap == "\n\n" and _OPTION_ALONE.match(out[-1]) and not _OPTION_TERM.match(piece):
+            # A man page may leave a blank line between an option and its description ("-n, --quiet, --silent\n\n
+            # パターンスペースの自動出力を抑制します"): the option still reads into it.
+            out[-1] = f"{out[-1]} {piece}"
         elif out and same_line and out[-1].rstrip("”’\"')").endswith((".", "!", "?")) \
                 and (piece[:1].islower() or piece[:1].isdigit()):
             out[-1] = f"{out[-1]} {piece}"
