@@ -125,6 +125,7 @@ _CODE = re.compile(r"(^|\s)\$ |--[a-z]|(?:^|\s)-[A-Za-z]\b(?!-)|\w::\w|\w!|\w\(\
 # on the topic that names none ("grep prints each line that matches a pattern", for lines in blue) answers nothing.
 _WANTS_OPTION = re.compile(r"\b(which|what) (?:[\w.-]+ ){0,2}(?:option|flag|switch)(?:es|s)?\b|オプション|フラグ", re.I)
 _OPTION = re.compile(r"(?:^|[\s(\[,'\"`])--?[A-Za-z0-9]")
+_OPTION_WORDS = frozenset(term_id(t) for t in tokenize("option options flag flags switch switches オプション フラグ"))
 # A question that asks what something is called ("…を何というか", "What do people call…") is answered by the
 # sentence that names it ("この区域を雑居地といい、…", "…と呼ばれます", "…are called Rustaceans"), a question type like
 # numbers and commands. Not "what is returned when unwrap is called", "…ということです" or "a file named x.txt".
@@ -373,10 +374,17 @@ def content_terms(query: Query) -> set[int]:
     ("すか", "か迷"): rare enough to weigh a lot, yet an answer phrased differently never holds them."""
     operators = _operator_terms(query.text)
     if query.lang != "ja":
-        return set(query.term_ids) | operators
-    content = {term_id(t) for t in query.tokens
-               if not _HIRAGANA.search(t) and not _JA_ASKING.search(t) and t not in _JA_FILLER}
-    return (content or set(query.term_ids)) | operators
+        content = set(query.term_ids)
+    else:
+        content = {term_id(t) for t in query.tokens
+                   if not _HIRAGANA.search(t) and not _JA_ASKING.search(t) and t not in _JA_FILLER} \
+            or set(query.term_ids)
+    if _WANTS_OPTION.search(query.text):
+        # "Which option…" names the kind of answer, as 何 does: a manual's sentence on its options in general
+        # ("下記のオプションを使って、何を数えて表示するかを選択できます。") held the word and outranked "-w, --words
+        # 単語数を表示する".
+        content = content - _OPTION_WORDS or content
+    return content | operators
 
 
 def rank_sentences(
