@@ -1,0 +1,81 @@
+"""Ask an index of real documents a list of questions, as a new user would with `citerag ask`, and judge each answer:
+an answerable question is right when an answer sentence holds the expected token (an option such as "-c" only as a
+whole token, so "-c" is not found in "--count" or "-cf") and is cited to the expected file; a near miss is right
+when the answer says the documents do not answer. Nothing here is timed or tuned on: it is a second look, on
+documents nobody here wrote, at what `citerag bench-answers` measures.
+
+    # the Japanese man pages of scripts/tours/manpages-ja.tsv (Debian's manpages-ja; fetched, not committed)
+    apt-get download manpages-ja && dpkg -x manpages-ja_*.deb x
+    mkdir -p ja && for p in grep sed tar cp sort wc head du find ls; do zcat x/usr/share/man/ja/man1/$p.1.gz |
+      preconv -e utf-8 | groff -Tutf8 -mandoc -rLL=80n -P-c | col -bx > ja/$p.txt; done
+    citerag ingest ja --index /tmp/ja.sqlite
+    python scripts/tour.py /tmp/ja.sqlite scripts/tours/manpages-ja.tsv [--show] [--agent none]
+
+    # the English pages of scripts/tours/manpages-en.tsv, as this machine's man prints them to a pipe
+    mkdir -p en && for p in grep sed tar cp sort wc head du find ls gzip ssh sqlite3; do
+      MANWIDTH=80 man -P cat $p > en/$p.txt; done
+    citerag ingest en --index /tmp/en.sqlite
+    python scripts/tour.py /tmp/en.sqlite scripts/tours/manpages-en.tsv
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+
+def file_name(uri: str) -> str:
+    from citerag.bench.answers import file_name as name
+
+    return name(uri)
+
+
+def questions(path: Path) -> list[tuple[str, str, str, str]]:
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            qid, file, token, question = line.split("\t")
+            rows.append((qid, file, token, question))
+    return rows
+
+
+def holds(text: str, token: str) -> bool:
+    return re.search(rf"(?<![\w-]){re.escape(token)}(?![\w-])", text) is not None
+
+
+def judge(answer, file: str, token: str) -> bool:
+    if file == "-":
+        return not answer.citations
+    return any(holds(c.text, token) and file_name(s.uri) == file for c in answer.citations for s in c.sources)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("index", type=Path)
+    ap.add_argument("questions", type=Path)
+    ap.add_argument("--show", action="store_true", help="print every answer, not only the wrong ones")
+    ap.add_argument("--agent", choices=["local", "none"], default="local", help="as `citerag ask --agent`")
+    args = ap.parse_args()
+    from citerag.bench.answers import ASKERS
+    from citerag.cli.common import open_index
+
+    ask = ASKERS[args.agent](open_index(args.index, quiet=True))
+    right = {"answerable": [0, 0], "near miss": [0, 0]}
+    for qid, file, token, question in questions(args.questions):
+        answer = ask(question)
+        ok = judge(answer, file, token)
+        kind = "near miss" if file == "-" else "answerable"
+        right[kind][0] += ok
+        right[kind][1] += 1
+        if args.show or not ok:
+            shown = answer.text.replace("\n", " ")[:160] if answer.citations else "(not found)"
+            print(f"{'ok ' if ok else 'BAD'} {qid}: {question}\n    {shown}")
+    for kind, (n_ok, n) in right.items():
+        print(f"{kind}: {n_ok}/{n} right")
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
