@@ -483,8 +483,11 @@ def rank_sentences(
             own = sum(q_weight[t] for t in held) / total
             lexical = sum(q_weight[t] for t in held | titled) / total if held else own
             factor = off_topic
-            if not _ends_statement(text) and not (first == last and _is_setting(text)):
-                factor *= 0.6  # headings and fragments read badly as answers; "opt-level = 3" is whole
+            if not _ends_statement(text) and not (first == last and _is_row(text)):
+                # Headings and fragments read badly as answers. A row of a table is whole without a full stop:
+                # "opt-level = 3", and "-n, --quiet, --silent suppress automatic printing of pattern space", which
+                # counted as a fragment where its option was over 40 characters from its end and lost to sed's "q".
+                factor *= 0.6
             if heading[first] or (first == 0 and text[:1].islower()):
                 # "Grant of Patent License." restates the question's words without answering it; a passage that
                 # starts mid-sentence (a chunk boundary) gives a fragment.
