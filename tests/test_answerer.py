@@ -350,6 +350,16 @@ def test_an_options_row_is_a_whole_statement_without_a_full_stop():
     assert [p.sentence for p in picked] == ["-n, --quiet, --silent suppress automatic printing of pattern space"]
 
 
+def test_an_options_row_in_title_case_is_no_heading():
+    # gzip's "-d --decompress --uncompress" over "Decompress." read as a short Title Case line: a heading, scored down
+    # below the sentences around it.
+    gzip = Passage(source_id="S1", title="gzip", section="lines 100-110", text=(
+        "-c --stdout --to-stdout\nWrite output on standard output; keep original files unchanged.\n\n"
+        "-d --decompress --uncompress\nDecompress.\n\n-f --force\nForce compression or decompression."))
+    picked = pick_sentences("Which gzip option decompresses?", [gzip], min_score=ANSWER_MIN_SCORE, max_sentences=1)
+    assert [p.sentence for p in picked] == ["-d --decompress --uncompress Decompress."]
+
+
 def test_an_option_alone_on_its_line_reads_into_its_description():
     # find's "-iname pattern" over a description that opens with the option it is like: no row of its own.
     assert _statements("-ilname pattern\n-lname と同様ですが、大文字小文字は区別しません。\n\n\n"

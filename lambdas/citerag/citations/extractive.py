@@ -56,9 +56,10 @@ def answer_language(question: str) -> str:
 
 
 def _looks_like_heading(text: str) -> bool:
-    """A short line in Title Case ("Grant of Patent License.", "5. Troubleshooting"): a heading, not a statement."""
+    """A short line in Title Case ("Grant of Patent License.", "5. Troubleshooting"): a heading, not a statement. Not
+    a row of options ("-d --decompress --uncompress Decompress.": gzip's answer to "which option decompresses?")."""
     words = text.rstrip(".:：").split()
-    if not 1 <= len(words) <= 6 or not all(w.isascii() for w in words):
+    if not 1 <= len(words) <= 6 or not all(w.isascii() for w in words) or _is_row(text):
         return False
     # The content words after the first (not acronyms, numbers or short function words) are all capitalised.
     content = [w for w in words[1:] if len(w) > 3 and w.isalpha() and not w.isupper()]
