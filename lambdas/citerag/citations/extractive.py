@@ -659,6 +659,10 @@ def pick_sentences(
         top = candidates[0].score
         candidates = [c for c in candidates if c.pos == c.last and _OPTION.search(c.text)
                       and c.score >= RUNNER_UP_RATIO * top]
+        # An option's row is where a manual defines it; a sentence that names one in passing ("gunzip can
+        # decompress files created by … compress -H or pack.") answers "which gzip option decompresses?" only
+        # where no row comes as close ("-d --decompress --uncompress Decompress.").
+        candidates = [c for c in candidates if _is_row(c.text)] or candidates
     # The gate reads the best sentence's evidence without the title. Reading that of the pair the answer may show
     # instead (`_widened`) changed no dev figure but refused 3 more of bench-agent's answerable questions (92.5% ->
     # 91.0% answered, 91.0% -> 89.5% citing the gold answer).
