@@ -4,7 +4,7 @@ from collections import Counter
 
 import pytest
 
-from citerag.citations.extractive import ANSWER_MIN_SCORE, _compound_terms, _statements, pick_sentences
+from citerag.citations.extractive import ANSWER_MIN_SCORE, _compound_terms, _ends_statement, _statements, pick_sentences
 from citerag.search.passage import Passage
 from citerag.search.sparse import CorpusStats, term_id, tokenize
 
@@ -449,6 +449,24 @@ def test_a_compound_written_with_no_matches_the_compound():
     # Only between word characters: "これの数" (hiragana before the の) makes no compound.
     assert _compound_terms("改行の数") == {term_id("行数")}
     assert not _compound_terms("これの数")
+
+
+def test_a_command_run_as_root_ends_the_statement_that_leads_into_it():
+    # Debian's manuals print a command run as root after "# ": read as a fragment, the line that says how to
+    # reconfigure the locales lost to the steps around it.
+    page = Passage(source_id="S1", title="Chapter 8. I18N and L10N", section="8.1.2. The reconfiguration of the locale",
+                   text=("The locales package does not come with pre-compiled locale data. You need to configure it "
+                         "as:\n\n# dpkg-reconfigure locales\n\nThis process involves 2 steps.\n\nSelect all required "
+                         "locale data to be compiled into the binary form."))
+
+    def cosines(question, sentences):  # the bundled model's, measured: the command's line is the closest
+        return [0.91 if "dpkg" in s else 0.89 for s in sentences]
+
+    picked = pick_sentences("How do I reconfigure the locales on Debian?", [page], min_score=0.5,
+                            similarity=cosines)
+    assert "You need to configure it as: # dpkg-reconfigure locales" in [p.sentence for p in picked]
+    # Elsewhere "#" is a number sign or a comment, not a prompt.
+    assert not _ends_statement("see Unicode Standard Annex # 11")
 
 
 def test_a_question_that_names_a_document_is_not_answered_from_another_that_never_mentions_it():

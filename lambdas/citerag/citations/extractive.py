@@ -118,8 +118,11 @@ _WANTS_CODE = re.compile(r"\b(how (do|can|should) (i|you|we)|which (command|func
                          r"|what (command|function|method|macro|flag))\b|コマンド|関数|メソッド|マクロ|フラグ"
                          r"|どうすれば|どうやって|方法", re.I)
 # A command: a prompt, an option ("--count", "-m"), a path or macro, a call, or a package manager's install ("python
-# -m pip install rich", which read as a fragment and lost to "Rich can be installed in the Python REPL").
-_CODE = re.compile(r"(^|\s)\$ |--[a-z]|(?:^|\s)-[A-Za-z]\b(?!-)|\w::\w|\w!|\w\(\)|\b[a-z]+_[a-z_]+\b"
+# -m pip install rich", which read as a fragment and lost to "Rich can be installed in the Python REPL"). A root
+# prompt ("# ") only where a statement opens with it or leads into it after a colon, as manuals print a command run
+# as root ("You need to configure it as: # dpkg-reconfigure locales", which read as a fragment); elsewhere "#" is
+# more often a comment or a number sign.
+_CODE = re.compile(r"(^|\s)\$ |(?:^|:\s)# [a-z]|--[a-z]|(?:^|\s)-[A-Za-z]\b(?!-)|\w::\w|\w!|\w\(\)|\b[a-z]+_[a-z_]+\b"
                    r"|\b(rustup|cargo|rustc) [a-z]"
                    r"|\b(?:pip3?|npm|pnpm|yarn|brew|apt(?:-get)?|dnf|conda|gem|uv) (?:install|add)\b")
 # "Which grep option…" is answered by an option ("-i", "--ignore-case"), as "how many" is by a number: a sentence
