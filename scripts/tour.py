@@ -16,6 +16,13 @@ documents nobody here wrote, at what `citerag bench-answers` measures.
       MANWIDTH=80 man -P cat $p > en/$p.txt; done
     citerag ingest en --index /tmp/en.sqlite
     python scripts/tour.py /tmp/en.sqlite scripts/tours/manpages-en.tsv
+
+    # chapters 3, 4 and 8 of the Debian Reference (HTML), in English and in Japanese (whose translation leaves
+    # many paragraphs in English), for scripts/tours/debian-reference-{en,ja}.tsv
+    apt-get download debian-reference-en debian-reference-ja && for f in debian-reference-*.deb; do dpkg -x $f x; done
+    for l in en ja; do mkdir -p dr-$l && cp x/usr/share/debian-reference/ch0[348].$l.html dr-$l/ &&
+      citerag ingest dr-$l --index /tmp/dr-$l.sqlite; done
+    python scripts/tour.py /tmp/dr-en.sqlite scripts/tours/debian-reference-en.tsv
 """
 
 from __future__ import annotations
@@ -42,7 +49,8 @@ def questions(path: Path) -> list[tuple[str, str, str, str]]:
 
 
 def holds(text: str, token: str) -> bool:
-    return re.search(rf"(?<![\w-]){re.escape(token)}(?![\w-])", text) is not None
+    # Whole against Latin letters, digits and hyphens only: Japanese runs on without spaces ("21ビットの").
+    return re.search(rf"(?<![A-Za-z0-9_-]){re.escape(token)}(?![A-Za-z0-9_-])", text) is not None
 
 
 def judge(answer, file: str, token: str) -> bool:
