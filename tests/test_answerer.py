@@ -469,6 +469,25 @@ def test_a_command_run_as_root_ends_the_statement_that_leads_into_it():
     assert not _ends_statement("see Unicode Standard Annex # 11")
 
 
+def test_a_row_of_an_html_table_is_a_whole_statement():
+    # The row the HTML loader writes for a table of packages ends with no full stop: read as a fragment, it lost to
+    # the sentence that introduces the table.
+    page = Passage(source_id="S1", title="Chapter 8. I18N and L10N",
+                   section="8.2.3. The input method support with IBus",
+                   text=("The list of IBus and its engine packages are the following.\n\n"
+                         "package | popcon | size | supported locale\n\n"
+                         "package: ibus-mozc; popcon: V:2, I:3; size: 935; supported locale: Japanese\n\n"
+                         "package: ibus-unikey; popcon: V:0, I:0; size: 318; supported locale: Vietnamese"))
+
+    def cosines(question, sentences):  # the bundled model's, measured: 0.86 for the row, 0.835 the sentence
+        return [0.86 if "Vietnamese" in s else 0.835 for s in sentences]
+
+    picked = pick_sentences("Which IBus engine supports Vietnamese?", [page], min_score=0.5, similarity=cosines)
+    assert "package: ibus-unikey; popcon: V:0, I:0; size: 318; supported locale: Vietnamese" in [
+        p.sentence for p in picked]
+    assert not any("ibus-mozc" in p.sentence for p in picked)
+
+
 def test_a_question_that_names_a_document_is_not_answered_from_another_that_never_mentions_it():
     sqlite = Passage(source_id="S1", title="man-sqlite3", section="lines 1-3", uri="file:///d/man-sqlite3.txt",
                      text="sqlite3 is a terminal-based front-end to the SQLite library.")

@@ -70,6 +70,38 @@ def test_html_title_and_readable_text_without_scripts_or_nav():
     assert any(s.section and s.section.endswith("Version 2.1 (March 2026)") for s in doc.sections)
 
 
+def test_an_html_tables_rows_read_a_row_at_a_time_under_their_headers():
+    # The Debian Reference's tables of packages, and its notes, which DocBook lays out as tables too: cell by cell,
+    # every cell was a paragraph and no statement held a package with the locale it supports.
+    page = (b"<html><body><h2>8.2.3. The input method support with IBus</h2>"
+            b"<table><tr><th>package</th><th>popcon</th><th>size</th><th>supported locale</th></tr>"
+            b"<tr><td><p><a href='x'>ibus-mozc</a></p></td><td><p>V:2, I:3</p></td><td><p>935</p></td>"
+            b"<td><p>Japanese</p></td></tr>"
+            b"<tr><td>ibus-unikey</td><td>V:0, I:0</td><td>318</td><td>Vietnamese</td></tr></table>"
+            b"<table><tr><td rowspan='2'><img src='note.png'/></td><th>Note</th></tr>"
+            b"<tr><td><p>For Chinese, \"<code>fcitx5</code>\" may be an alternative.</p><p>Or uim.</p></td></tr>"
+            b"</table>"
+            b"<p>Text after.</p></body></html>")
+    doc = load_bytes(page, "file:///d/ch08.en.html", "ch08.en.html")
+    paragraphs = doc.sections[0].text.split("\n\n")
+    assert paragraphs[1:] == [
+        "package | popcon | size | supported locale",
+        "package: ibus-mozc; popcon: V:2, I:3; size: 935; supported locale: Japanese",
+        "package: ibus-unikey; popcon: V:0, I:0; size: 318; supported locale: Vietnamese",
+        "Note", 'For Chinese, "fcitx5" may be an alternative. Or uim.', "Text after."]
+
+
+def test_a_page_laid_out_in_a_table_keeps_its_sections_and_paragraphs():
+    page = (b"<html><body><table><tr><td>Menu</td><td><h1>Guide</h1><p>First paragraph.</p>"
+            b"<h2>Setup</h2><p>Plug it in.</p><p>Turn it on.</p>"
+            b"<table><tr><th>key</th><th>does</th></tr><tr><td>F1</td><td>help</td></tr></table>"
+            b"</td></tr></table></body></html>")
+    doc = load_bytes(page, "file:///d/old.html", "old.html")
+    assert [(s.section, s.text) for s in doc.sections] == [
+        (None, "Menu"), ("Guide", "Guide\n\nFirst paragraph."),
+        ("Guide > Setup", "Setup\n\nPlug it in.\n\nTurn it on.\n\nkey | does\n\nkey: F1; does: help")]
+
+
 def test_text_file_is_one_section_and_title_falls_back_to_file_name():
     doc = load_path(SAMPLES / "support-contacts.txt")
     assert doc.title == "support-contacts"

@@ -202,9 +202,16 @@ def _is_setting(statement: str) -> bool:
     return bool(_SETTING.match(_UNDER_TABLE.sub("", statement)))  # "[profile.release] opt-level = 3" too
 
 
+# A row of an HTML table as the loader writes it, each cell under its column's header ("package: ibus-unikey; popcon:
+# V:0, I:0; size: 318; supported locale: Vietnamese").
+_CELLS = re.compile(r"^[^:;\n]{1,40}: [^;\n]*(?:; [^:;\n]{1,40}: [^;\n]*)+$")
+
+
 def _is_row(statement: str) -> bool:
-    """A statement that is one entry of such a table: an option, a dot-command or a setting with what it does."""
-    return bool(_OPTION_TERM.match(statement) or _DOT_COMMAND.match(statement)) or _is_setting(statement)
+    """A statement that is one entry of such a table: an option, a dot-command or a setting with what it does, or a
+    row of cells under their headers."""
+    return bool(_OPTION_TERM.match(statement) or _DOT_COMMAND.match(statement) or _CELLS.match(statement)) \
+        or _is_setting(statement)
 
 
 def _heading_line(line: str, opens_paragraph: bool, after: str) -> bool:

@@ -9,6 +9,7 @@ import io
 import logging
 import re
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path, PurePosixPath
 
@@ -314,6 +315,16 @@ _SKIP_TAGS = {"script", "style", "noscript", "template", "svg", "nav"}
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 
 
+@dataclass
+class _Table:
+    headers: list[str] = field(default_factory=list)
+    layout: bool = False  # a page laid out in a table (headings in its cells): read as the page, not as rows
+
+
+# A cell longer than this is a page's column, not a datum: its table is a layout's.
+_LAYOUT_CELL_CHARS = 2000
+
+
 class _Readable(HTMLParser):
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
@@ -324,6 +335,14 @@ class _Readable(HTMLParser):
         self._heading_text: list[str] = []
         self.sections: list[tuple[list[tuple[int, str]], list[str]]] = [([], [])]
         self._path: list[tuple[int, str]] = []
+        # A table is read a row at a time: its cells (and the blocks inside them) on one line, each under its
+        # column's header ("package: ibus-unikey; size: 318; supported locale: Vietnamese"). Cell by cell, a row
+        # of a manual's table of packages was a paragraph per cell, and no statement held a package and what it
+        # is for. A table that lays out a page (a heading or a long text in a cell) is read as before.
+        self._tables: list[_Table] = []
+        self._row: list[tuple[str, bool]] | None = None  # (cell text, is a header cell)
+        self._cell: list[str] | None = None
+        self._cell_is_header = False
 
     def handle_starttag(self, tag: str, attrs) -> None:
         if tag in _SKIP_TAGS:
@@ -331,10 +350,17 @@ class _Readable(HTMLParser):
         elif tag == "title":
             self._in_title = True
         elif tag in _HEADINGS and not self._skip:
+            if self._cell is not None:
+                self._as_layout()
             self._heading = _HEADINGS[tag]
             self._heading_text = []
-        if tag in _BLOCK_TAGS:
-            self.sections[-1][1].append("\n")
+        if tag == "table" and self._cell is None:
+            self._tables.append(_Table())
+        elif tag == "tr" and self._tables and not self._tables[-1].layout and self._cell is None:
+            self._row = []
+        elif tag in ("td", "th") and self._row is not None and self._cell is None:
+            self._cell, self._cell_is_header = [], tag == "th"
+        self._block(tag)
 
     def handle_endtag(self, tag: str) -> None:
         if tag in _SKIP_TAGS and self._skip:
@@ -348,8 +374,39 @@ class _Readable(HTMLParser):
             if heading:
                 self._path = [(lv, h) for lv, h in self._path if lv < level] + [(level, heading)]
                 self.sections.append((list(self._path), [heading, "\n"]))
-        if tag in _BLOCK_TAGS:
-            self.sections[-1][1].append("\n")
+        if tag in ("td", "th") and self._cell is not None and self._row is not None:
+            self._row.append(("".join(self._cell), self._cell_is_header))
+            self._cell = None
+        elif tag == "tr" and self._row is not None and self._cell is None:
+            self._end_row(self._row)
+            self._row = None
+        elif tag == "table" and self._tables and self._cell is None:
+            self._tables.pop()
+        self._block(tag)
+
+    def _block(self, tag: str) -> None:
+        if tag in _BLOCK_TAGS or tag in ("td", "th"):
+            (self._cell if self._cell is not None else self.sections[-1][1]).append("\n")
+
+    def _as_layout(self) -> None:
+        """The open row's cells go to the page as they are, and its table is read as a page from here on."""
+        self.sections[-1][1].extend([*(text for text, _ in self._row or []), *(self._cell or [])])
+        self._tables[-1].layout = True
+        self._row = self._cell = None
+
+    def _end_row(self, row: list[tuple[str, bool]]) -> None:
+        cells = [" ".join(text.split()) for text, _ in row]
+        if not any(cells):
+            return
+        table = self._tables[-1]
+        if all(is_header for _, is_header in row) and not table.headers:
+            table.headers = cells
+            line = " | ".join(cells)
+        elif len(table.headers) == len(cells) and all(table.headers):
+            line = "; ".join(f"{h}: {c}" for h, c in zip(table.headers, cells, strict=True) if c)
+        else:
+            line = " | ".join(c for c in cells if c)
+        self.sections[-1][1].append(f"\n\n{line}\n\n")
 
     def handle_data(self, data: str) -> None:
         if self._in_title:
@@ -358,7 +415,11 @@ class _Readable(HTMLParser):
             return
         elif self._heading is not None:
             self._heading_text.append(data)
-        else:
+        elif self._cell is not None:
+            self._cell.append(data)
+            if sum(map(len, self._cell)) > _LAYOUT_CELL_CHARS:
+                self._as_layout()
+        elif self._row is None:  # text between a table's cells is markup's whitespace
             self.sections[-1][1].append(data)
 
 
