@@ -23,6 +23,11 @@ documents nobody here wrote, at what `citerag bench-answers` measures.
     for l in en ja; do mkdir -p dr-$l && cp x/usr/share/debian-reference/ch0[348].$l.html dr-$l/ &&
       citerag ingest dr-$l --index /tmp/dr-$l.sqlite; done
     python scripts/tour.py /tmp/dr-en.sqlite scripts/tours/debian-reference-en.tsv
+
+    # four pages of Rust's own HTML documentation with tables, for scripts/tours/rust-html-en.tsv
+    d=$(rustc --print sysroot)/share/doc/rust/html && mkdir -p rs && cp $d/rustc/platform-support.html \
+      $d/rustc/lints/groups.html $d/rustc/linker-plugin-lto.html $d/cargo/reference/profiles.html rs/
+    citerag ingest rs --index /tmp/rs.sqlite && python scripts/tour.py /tmp/rs.sqlite scripts/tours/rust-html-en.tsv
 """
 
 from __future__ import annotations
