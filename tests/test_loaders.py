@@ -102,6 +102,15 @@ def test_a_page_laid_out_in_a_table_keeps_its_sections_and_paragraphs():
         ("Guide > Setup", "Setup\n\nPlug it in.\n\nTurn it on.\n\nkey | does\n\nkey: F1; does: help")]
 
 
+def test_a_table_without_end_tags_or_cut_off_loses_no_cell():
+    # HTML lets a page leave out "</td>" and "</tr>"; a page may end inside a table; a cell may hold a table.
+    page = (b"<table><tr><th>key<th>does<tr><td>F1<td>help<tr><td>F2<td><table><tr><td>save</td></tr></table> now"
+            b"<tr><td>F3<td>quit")
+    doc = load_bytes(page, "file:///d/keys.html", "keys.html")
+    assert doc.sections[0].text.split("\n\n") == [
+        "key | does", "key: F1; does: help", "key: F2; does: save now", "key: F3; does: quit"]
+
+
 def test_text_file_is_one_section_and_title_falls_back_to_file_name():
     doc = load_path(SAMPLES / "support-contacts.txt")
     assert doc.title == "support-contacts"

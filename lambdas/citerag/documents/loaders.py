@@ -343,6 +343,7 @@ class _Readable(HTMLParser):
         self._row: list[tuple[str, bool]] | None = None  # (cell text, is a header cell)
         self._cell: list[str] | None = None
         self._cell_is_header = False
+        self._nested = 0  # tables open inside the open cell
 
     def handle_starttag(self, tag: str, attrs) -> None:
         if tag in _SKIP_TAGS:
@@ -354,11 +355,15 @@ class _Readable(HTMLParser):
                 self._as_layout()
             self._heading = _HEADINGS[tag]
             self._heading_text = []
-        if tag == "table" and self._cell is None:
+        if tag == "table" and self._cell is not None:
+            self._nested += 1  # a table inside a cell is read into the cell
+        elif tag == "table":
             self._tables.append(_Table())
-        elif tag == "tr" and self._tables and not self._tables[-1].layout and self._cell is None:
-            self._row = []
-        elif tag in ("td", "th") and self._row is not None and self._cell is None:
+        elif tag == "tr" and self._tables and not self._nested:
+            self._end_row()  # "</tr>" and "</td>" may be left out
+            self._row = None if self._tables[-1].layout else []
+        elif tag in ("td", "th") and self._row is not None and not self._nested:
+            self._end_cell()
             self._cell, self._cell_is_header = [], tag == "th"
         self._block(tag)
 
@@ -374,15 +379,27 @@ class _Readable(HTMLParser):
             if heading:
                 self._path = [(lv, h) for lv, h in self._path if lv < level] + [(level, heading)]
                 self.sections.append((list(self._path), [heading, "\n"]))
-        if tag in ("td", "th") and self._cell is not None and self._row is not None:
-            self._row.append(("".join(self._cell), self._cell_is_header))
-            self._cell = None
-        elif tag == "tr" and self._row is not None and self._cell is None:
-            self._end_row(self._row)
-            self._row = None
-        elif tag == "table" and self._tables and self._cell is None:
+        if tag == "table" and self._nested:
+            self._nested -= 1
+        elif tag in ("td", "th") and not self._nested:
+            self._end_cell()
+        elif tag == "tr" and not self._nested:
+            self._end_row()
+        elif tag == "table" and self._tables:
+            self._end_row()
             self._tables.pop()
         self._block(tag)
+
+    def close(self) -> None:
+        super().close()
+        while self._tables:  # a page cut off inside a table keeps what it holds
+            self._end_row()
+            self._tables.pop()
+
+    def _end_cell(self) -> None:
+        if self._cell is not None and self._row is not None:
+            self._row.append(("".join(self._cell), self._cell_is_header))
+        self._cell = None
 
     def _block(self, tag: str) -> None:
         if tag in _BLOCK_TAGS or tag in ("td", "th"):
@@ -393,8 +410,11 @@ class _Readable(HTMLParser):
         self.sections[-1][1].extend([*(text for text, _ in self._row or []), *(self._cell or [])])
         self._tables[-1].layout = True
         self._row = self._cell = None
+        self._nested = 0
 
-    def _end_row(self, row: list[tuple[str, bool]]) -> None:
+    def _end_row(self) -> None:
+        self._end_cell()
+        row, self._row = self._row or [], None
         cells = [" ".join(text.split()) for text, _ in row]
         if not any(cells):
             return
