@@ -3,6 +3,8 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from citerag.documents.loaders import load_bytes, load_path, unwrap_lines
 from citerag.errors import DocumentError
@@ -109,6 +111,23 @@ def test_a_table_without_end_tags_or_cut_off_loses_no_cell():
     doc = load_bytes(page, "file:///d/keys.html", "keys.html")
     assert doc.sections[0].text.split("\n\n") == [
         "key | does", "key: F1; does: help", "key: F2; does: save now", "key: F3; does: quit"]
+
+
+_WORDS = st.text(alphabet="abcxyz019 ", min_size=1, max_size=12).map(str.strip).filter(bool)
+
+
+@given(rows=st.lists(st.lists(_WORDS, min_size=1, max_size=4), min_size=1, max_size=5),
+       header=st.booleans(), close_cells=st.booleans(), close_rows=st.booleans())
+def test_every_cell_of_a_table_is_read_however_it_is_written(rows, header, close_cells, close_rows):
+    cell_end, row_end = ("</td>" if close_cells else ""), ("</tr>" if close_rows else "")
+    head = "<tr>" + "".join(f"<th>h{i}</th>" for i in range(len(rows[0]))) + "</tr>" if header else ""
+    body = "".join("<tr>" + "".join(f"<td>{c}{cell_end}" for c in row) + row_end for row in rows)
+    doc = load_bytes(f"<table>{head}{body}</table><p>after</p>".encode(), "file:///d/t.html", "t.html")
+    text = "\n".join(s.text for s in doc.sections)
+    lines = text.split("\n")
+    for row in rows:  # every cell, on its row's line (the loader reads runs of spaces as one)
+        assert any(all(" ".join(c.split()) in line for c in row) for line in lines), (row, text)
+    assert text.endswith("after")
 
 
 def test_text_file_is_one_section_and_title_falls_back_to_file_name():
