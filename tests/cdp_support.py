@@ -64,12 +64,25 @@ class Page:
     def eval(self, expression: str):
         return self.call("Runtime.evaluate", expression=expression, returnByValue=True)["result"].get("value")
 
+    def follow(self, href_expression: str) -> None:
+        """Go where the expression's URL points, as a click in the same tab does. Deferred: a navigation started by
+        the evaluation itself can end the page before Chromium answers ("Inspected target navigated or closed")."""
+        self.eval(f"setTimeout(() => {{ location.href = {href_expression}; }}, 0), true")
+
     def wait_for(self, expression: str, timeout: float = 90) -> None:
         deadline = time.monotonic() + timeout
-        while not self.eval(expression):
+        while not self._settled(expression):
             if time.monotonic() > deadline:
                 raise AssertionError(f"timed out waiting for {expression}; page shows: {self.text()[:500]}")
             time.sleep(0.2)
+
+    def _settled(self, expression: str):
+        try:
+            return self.eval(expression)
+        except RuntimeError as exc:  # asked while the page was being replaced: ask the new one
+            if "navigated or closed" in str(exc):
+                return None
+            raise
 
     def text(self) -> str:
         return self.eval("document.body.innerText") or ""

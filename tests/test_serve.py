@@ -77,7 +77,7 @@ def test_the_page_shows_the_streamed_answer_with_clickable_citations(server, bro
 def test_a_citation_opens_the_pdf_at_the_cited_page_under_the_sentence(server, browser, tmp_path):
     page = browser.open(f"{server}/?q={quote('What does error E2 mean?')}")
     page.wait_for("document.querySelector('#answer a.cite') !== null")
-    page.eval("location.href = document.querySelector('#answer a.cite').href")  # what a click does, same tab
+    page.follow("document.querySelector('#answer a.cite').href")  # what a click does, same tab
     page.wait_for("document.getElementById('quote') !== null")
     time.sleep(2)  # the PDF viewer paints inside the frame
     assert page.screenshot(SHOTS / "opened.png").stat().st_size > 10_000
@@ -95,7 +95,7 @@ def test_a_markdown_source_is_listed_and_opened_with_its_section(server, browser
     page.wait_for("document.querySelectorAll('#sources li').length > 0")
     assert "Kumo Pure 300 FAQ > Filters > Can I wash the HEPA filter?" in page.eval(
         "document.querySelector('#sources li a').innerText")
-    page.eval("location.href = document.querySelector('#sources li a').href")
+    page.follow("document.querySelector('#sources li a').href")
     page.wait_for("document.getElementById('quote') !== null")
     assert page.eval("document.getElementById('where').innerText") == (
         "faq-en.md, Kumo Pure 300 FAQ > Filters > Can I wash the HEPA filter?")
@@ -105,7 +105,7 @@ def test_a_text_file_source_opens_at_the_cited_line_marked(server, browser, tmp_
     page = browser.open(f"{server}/?q={quote('When is phone support available?')}")
     page.wait_for("document.querySelectorAll('#sources li').length > 0")
     assert page.eval("document.querySelector('#sources li a').innerText").endswith(", line 3")
-    page.eval("location.href = document.querySelector('#sources li a').href")
+    page.follow("document.querySelector('#sources li a').href")
     page.wait_for("document.getElementById('quote') !== null")
     src = page.eval("document.getElementById('doc').getAttribute('src')")
     assert src.startswith("/lines?") and src.endswith("&from=3&to=3#L3")
