@@ -113,6 +113,21 @@ def test_a_table_without_end_tags_or_cut_off_loses_no_cell():
         "key | does", "key: F1; does: help", "key: F2; does: save now", "key: F3; does: quit"]
 
 
+def test_a_tables_columns_are_named_only_where_no_cell_spans_and_no_text_is_dropped():
+    def read(html: bytes) -> list[str]:
+        return load_bytes(html, "file:///d/t.html", "t.html").sections[0].text.split("\n\n")
+
+    # A header that spans two columns names neither surely; nor does a row of headers below the first.
+    assert read(b"<table><tr><th colspan=2>Name</th><th>Size</th></tr><tr><td>first</td><td>last</td><td>1</td>"
+                b"</tr></table>") == ["Name | Size", "first | last | 1"]
+    assert read(b"<table><tr><td>a</td><td>1</td></tr><tr><th>Total</th><th>5</th></tr><tr><td>b</td><td>2</td>"
+                b"</tr></table>") == ["a | 1", "Total | 5", "b | 2"]
+    # Text between a row's cells is shown (a browser puts it above the table); a <template>'s cells are not.
+    assert read(b"<table><tr><td>a</td>stray<td>b</td></tr></table>") == ["stray", "a | b"]
+    assert read(b"<table><tr>Hello world</tr></table>") == ["Hello world"]
+    assert read(b"<table><tr><td>a<template><td>x</td></template>b</td></tr></table>") == ["a b"]
+
+
 _WORDS = st.text(alphabet="abcxyz019 ", min_size=1, max_size=12).map(str.strip).filter(bool)
 
 

@@ -317,7 +317,8 @@ _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 
 @dataclass
 class _Table:
-    headers: list[str] = field(default_factory=list)
+    headers: list[str] = field(default_factory=list)  # its first row's, when every cell of it is a header
+    rows: int = 0  # rows read so far
     layout: bool = False  # a page laid out in a table (headings in its cells): read as the page, not as rows
 
 
@@ -340,9 +341,9 @@ class _Readable(HTMLParser):
         # of a manual's table of packages was a paragraph per cell, and no statement held a package and what it
         # is for. A table that lays out a page (a heading or a long text in a cell) is read as before.
         self._tables: list[_Table] = []
-        self._row: list[tuple[str, bool]] | None = None  # (cell text, is a header cell)
+        self._row: list[tuple[str, bool, bool]] | None = None  # (cell text, is a header cell, spans cells)
         self._cell: list[str] | None = None
-        self._cell_is_header = False
+        self._cell_is_header = self._cell_spans = False
         self._nested = 0  # tables open inside the open cell
 
     def handle_starttag(self, tag: str, attrs) -> None:
@@ -355,7 +356,9 @@ class _Readable(HTMLParser):
                 self._as_layout()
             self._heading = _HEADINGS[tag]
             self._heading_text = []
-        if tag == "table" and self._cell is not None:
+        if self._skip and tag in ("table", "tr", "td", "th"):
+            pass  # a <template>'s table is not the page's
+        elif tag == "table" and self._cell is not None:
             self._nested += 1  # a table inside a cell is read into the cell
         elif tag == "table":
             self._tables.append(_Table())
@@ -364,7 +367,8 @@ class _Readable(HTMLParser):
             self._row = None if self._tables[-1].layout else []
         elif tag in ("td", "th") and self._row is not None and not self._nested:
             self._end_cell()
-            self._cell, self._cell_is_header = [], tag == "th"
+            spans = any(k in ("colspan", "rowspan") and (v or "1").strip() not in ("", "1") for k, v in attrs)
+            self._cell, self._cell_is_header, self._cell_spans = [], tag == "th", spans
         self._block(tag)
 
     def handle_endtag(self, tag: str) -> None:
@@ -379,7 +383,9 @@ class _Readable(HTMLParser):
             if heading:
                 self._path = [(lv, h) for lv, h in self._path if lv < level] + [(level, heading)]
                 self.sections.append((list(self._path), [heading, "\n"]))
-        if tag == "table" and self._nested:
+        if self._skip and tag in ("table", "tr", "td", "th"):
+            pass
+        elif tag == "table" and self._nested:
             self._nested -= 1
         elif tag in ("td", "th") and not self._nested:
             self._end_cell()
@@ -398,7 +404,7 @@ class _Readable(HTMLParser):
 
     def _end_cell(self) -> None:
         if self._cell is not None and self._row is not None:
-            self._row.append(("".join(self._cell), self._cell_is_header))
+            self._row.append(("".join(self._cell), self._cell_is_header, self._cell_spans))
         self._cell = None
 
     def _block(self, tag: str) -> None:
@@ -407,7 +413,7 @@ class _Readable(HTMLParser):
 
     def _as_layout(self) -> None:
         """The open row's cells go to the page as they are, and its table is read as a page from here on."""
-        self.sections[-1][1].extend([*(text for text, _ in self._row or []), *(self._cell or [])])
+        self.sections[-1][1].extend([*(text for text, _, _ in self._row or []), *(self._cell or [])])
         self._tables[-1].layout = True
         self._row = self._cell = None
         self._nested = 0
@@ -415,17 +421,20 @@ class _Readable(HTMLParser):
     def _end_row(self) -> None:
         self._end_cell()
         row, self._row = self._row or [], None
-        cells = [" ".join(text.split()) for text, _ in row]
+        cells = [" ".join(text.split()) for text, _, _ in row]
         if not any(cells):
             return
         table = self._tables[-1]
-        if all(is_header for _, is_header in row) and not table.headers:
+        table.rows += 1
+        spans = any(s for _, _, s in row)
+        if table.rows == 1 and all(h for _, h, _ in row) and all(cells) and not spans:
             table.headers = cells
-            line = " | ".join(cells)
-        elif len(table.headers) == len(cells) and all(table.headers):
+        elif len(table.headers) == len(cells) and not spans:
             line = "; ".join(f"{h}: {c}" for h, c in zip(table.headers, cells, strict=True) if c)
-        else:
-            line = " | ".join(c for c in cells if c)
+            self.sections[-1][1].append(f"\n\n{line}\n\n")
+            return
+        # Under headers a cell spans, or none, the columns cannot be named surely: the cells as they stand.
+        line = " | ".join(c for c in cells if c)
         self.sections[-1][1].append(f"\n\n{line}\n\n")
 
     def handle_data(self, data: str) -> None:
@@ -439,7 +448,7 @@ class _Readable(HTMLParser):
             self._cell.append(data)
             if sum(map(len, self._cell)) > _LAYOUT_CELL_CHARS:
                 self._as_layout()
-        elif self._row is None:  # text between a table's cells is markup's whitespace
+        elif self._row is None or not data.isspace():  # between a row's cells, only markup's whitespace is dropped
             self.sections[-1][1].append(data)
 
 
