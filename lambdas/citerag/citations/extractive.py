@@ -384,6 +384,8 @@ _GENITIVE = re.compile(f"(?<=([{_WORD_CHAR}]))の(?=([{_WORD_CHAR}]))")
 
 
 def _compound_terms(text: str) -> set[int]:
+    if "の" not in text:  # most sentences, every English one: no second normalisation on the scoring path
+        return set()
     return {term_id(m.group(1) + m.group(2)) for m in _GENITIVE.finditer(normalize(text))}
 
 

@@ -429,12 +429,10 @@ class _Readable(HTMLParser):
         spans = any(s for _, _, s in row)
         if table.rows == 1 and all(h for _, h, _ in row) and all(cells) and not spans:
             table.headers = cells
-        elif len(table.headers) == len(cells) and not spans:
-            line = "; ".join(f"{h}: {c}" for h, c in zip(table.headers, cells, strict=True) if c)
-            self.sections[-1][1].append(f"\n\n{line}\n\n")
-            return
         # Under headers a cell spans, or none, the columns cannot be named surely: the cells as they stand.
-        line = " | ".join(c for c in cells if c)
+        named = table.rows > 1 and len(table.headers) == len(cells) and not spans
+        line = "; ".join(f"{h}: {c}" for h, c in zip(table.headers, cells, strict=True) if c) if named \
+            else " | ".join(c for c in cells if c)
         self.sections[-1][1].append(f"\n\n{line}\n\n")
 
     def handle_data(self, data: str) -> None:
