@@ -28,6 +28,11 @@ documents nobody here wrote, at what `citerag bench-answers` measures.
     d=$(rustc --print sysroot)/share/doc/rust/html && mkdir -p rs && cp $d/rustc/platform-support.html \
       $d/rustc/lints/groups.html $d/rustc/linker-plugin-lto.html $d/cargo/reference/profiles.html rs/
     citerag ingest rs --index /tmp/rs.sqlite && python scripts/tour.py /tmp/rs.sqlite scripts/tours/rust-html-en.tsv
+
+    # the Japanese Debian Edu 12 manual, a 101-page PDF typeset by LaTeX, for scripts/tours/debian-edu-ja.tsv
+    apt-get download debian-edu-doc-ja && dpkg -x debian-edu-doc-ja_*.deb x
+    citerag ingest x/usr/share/doc/debian-edu-doc-ja/debian-edu-bookworm-manual.pdf --index /tmp/edu.sqlite
+    python scripts/tour.py /tmp/edu.sqlite scripts/tours/debian-edu-ja.tsv
 """
 
 from __future__ import annotations

@@ -55,14 +55,21 @@ def fast(fast_settings) -> Components:
     return Components(fast_settings)
 
 
-def make_pdf(pages: list[str], *, title: str | None = None) -> bytes:
+def make_pdf(pages: list[str], *, title: str | None = None, japanese: bool = False) -> bytes:
     from reportlab.pdfgen import canvas
 
     buf = io.BytesIO()
     c = canvas.Canvas(buf, invariant=1)
     if title:
         c.setTitle(title)
+    if japanese:  # one of the CID fonts every PDF reader has, as scripts/make_sample_pdfs.py uses
+        from reportlab.pdfbase import pdfmetrics
+        from reportlab.pdfbase.cidfonts import UnicodeCIDFont
+
+        pdfmetrics.registerFont(UnicodeCIDFont("HeiseiKakuGo-W5"))
     for text in pages:
+        if japanese:
+            c.setFont("HeiseiKakuGo-W5", 10)
         y = 780
         for line in text.split("\n"):
             c.drawString(72, y, line)

@@ -312,3 +312,41 @@ def test_a_word_a_man_page_hyphenated_at_a_lines_end_is_read_whole_on_the_same_l
                                 "truncating a file with a .tar extension.", "This is a per-",
                                 "host setting of the Selbst\u2010", "Verständnis kind. Use -z to call gzip",
                                 "transparently.", "It is fast and works on", "", "truncating files."]
+
+
+def test_a_pdfs_running_header_and_footer_are_not_read_into_its_pages():
+    # A manual prints its title and "6 / 95" on every page; left in, the header opened the first sentence of each
+    # page ("…マニュアル 2 / 95図はネットワーク接続形態の例です。") and a page of only a figure became a passage of it.
+    body = ["The main server hands out addresses in 10.0.0.0/8.", "Printers are set up in the web interface.",
+            "3.1.2 Main server", "Backups are kept in /skole/backup."]
+    pages = [f"Kumo Pure 300 User Manual {i}\n{text}\nPage {i} of 4" for i, text in enumerate(body, 1)]
+    pages[1] = "Kumo Pure 300 User Manual ii\nPrinters are set up in the web interface.\nPage 2 of 4"  # roman
+    doc = load_bytes(make_pdf(pages), "file:///manual.pdf", "manual.pdf")
+    texts = [s.text for s in doc.sections]
+    assert texts == body
+    # A heading that happens to open two pages is the document's own text, not a running header.
+    twice = ["Safety\nDo not open the case.", "Safety\nKeep away from water.", "Cleaning\nWipe it dry."]
+    doc = load_bytes(make_pdf(twice), "file:///manual.pdf", "manual.pdf")
+    assert [s.text[:8] for s in doc.sections] == ["Safety D", "Safety K", "Cleaning"]
+
+
+def test_a_short_line_after_a_wrapped_one_keeps_its_break():
+    # A heading under a paragraph's last line ran into the sentence under it ("3.1.2 主サーバーA Skolelinux network
+    # needs…"): whether a line was full is read from the line as printed, not from the lines already joined to it.
+    full = "The default network needs one main server and at most one gateway, and the"
+    text = f"{full}\nworkstations get their addresses\n3.1.2 Main server\n{full}\nservers are set up first."
+    assert unwrap_lines(text).split("\n") == [f"{full} workstations get their addresses", "3.1.2 Main server",
+                                              f"{full} servers are set up first."]
+
+
+def test_justified_japanese_and_a_table_of_contents_come_out_as_text():
+    # Some typesetters space out a justified Japanese line; the extracted text had a space between every character
+    # ("ソ ー ス コ ー ド は 通 常 の"), which no question's words match. A contents entry's leader dots were read as
+    # sentence ends, and ". 63 8 プリンタ管理 63 8.1 ワークステーションに…" answered a question.
+    page = ("目次\n8.1 ワークステーションに接続されたプリンターの利用方法 . . . . . . . . . . . . . . 64\n"
+            "8.2 ネットワークプリンタ . . . . . . . . . . . . . . . . . . . . . . . . . . . . . . . . 64\n"
+            "ソ ー ス コ ー ド は 通 常 の Debian ア ー カ イ ブ と 同 様 に 入 手 で き ま す。")
+    doc = load_bytes(make_pdf([page], japanese=True), "file:///edu.pdf", "edu.pdf")
+    assert doc.sections[0].text.split("\n") == [
+        "目次", "8.1 ワークステーションに接続されたプリンターの利用方法 … 64", "8.2 ネットワークプリンタ … 64",
+        "ソースコードは通常の Debian アーカイブと同様に入手できます。"]

@@ -128,13 +128,14 @@ def _load_pdf(data: bytes, name: str, max_pages: int) -> tuple[str | None, list[
         raise DocumentError("PDF has no pages")
     if n_pages > max_pages:
         raise DocumentError(f"PDF has {n_pages:,} pages; the limit is {max_pages:,}")
-    sections: list[Section] = []
+    pages: list[str] = []
     for i, page in enumerate(reader.pages, start=1):
         try:
-            text = page.extract_text() or ""
+            pages.append(_tidy(page.extract_text() or ""))
         except Exception as exc:
             raise DocumentError(f"PDF page {i} is corrupt ({type(exc).__name__})") from None
-        sections.append(Section(text=unwrap_lines(_tidy(text)), page=i))
+    running = _running_lines(pages)
+    sections = [Section(text=unwrap_lines(_as_typeset(text, running)), page=i) for i, text in enumerate(pages, 1)]
     if not any(s.text.strip() for s in sections):
         raise DocumentError(
             f"PDF has {n_pages} page(s) but no text layer (scanned images?); run OCR on it first"
@@ -149,8 +150,53 @@ def _load_pdf(data: bytes, name: str, max_pages: int) -> tuple[str | None, list[
     return title, sections
 
 
+# A page's running header or footer, whatever page it is on: its number ("6 / 95", "iv") is the only change.
+_PAGE_NUMBER = re.compile(r"\d+|(?<![^\W\d_])[ivxlc]+(?![^\W\d_])", re.I)
+_PAGE_RANGE = re.compile(r"#(?:\s*(?:/|of|-)\s*#)+")
+# A contents entry: its title, a leader of dots and the page it starts on ("8.1 Printers . . . . . . 63").
+_LEADER = re.compile(r"(?:\s?\.){4,}\s*(\d+|[ivxlc]+)$", re.I)
+# Justified Japanese as some typesetters extract it, a space between every character ("ソ ー ス コ ー ド は 通 常 の").
+_SPACED_CJK = re.compile(r"(?:[\u3000-\u9fff\uff00-\uffef] ){4,}[\u3000-\u9fff\uff00-\uffef]")
+_CJK_GAP = re.compile(r"(?<=[\u3000-\u9fff\uff00-\uffef]) (?=[\u3000-\u9fff\uff00-\uffef])")
+
+
+def _running_lines(pages: list[str]) -> set[str]:
+    """The header and footer lines printed on most pages ("Debian Edu / Skolelinux 12 Bookworm マニュアル 6 / 95"),
+    page numbers aside. Left in, the header opens the first sentence of every page ("…マニュアル 2 / 95図はネットワーク
+    接続形態の例です。"). Only a page's first or last two lines, and only where they recur on half the pages (three or
+    more): a heading that happens to open two pages is the document's text."""
+    counts: dict[str, int] = {}
+    for text in pages:
+        lines = [line for line in text.split("\n") if line.strip()]
+        for key in {_page_free(line) for line in lines[:2] + lines[-2:]}:
+            counts[key] = counts.get(key, 0) + 1
+    floor = max(3, len(pages) / 2)
+    return {key for key, n in counts.items() if n >= floor}
+
+
+def _page_free(line: str) -> str:
+    # "6 / 95", "Page 6 of 95", "iv": one page number, so the front matter's header is the body's.
+    return _PAGE_RANGE.sub("#", _PAGE_NUMBER.sub("#", line))
+
+
+def _as_typeset(text: str, running: set[str]) -> str:
+    """A page's text without its running header and footer, justified Japanese without the spaces between its
+    characters, and a contents entry's leader shortened to "…" (its dots are no sentence's end)."""
+    lines = text.split("\n")
+    edge = {i for i in (0, 1, len(lines) - 2, len(lines) - 1) if 0 <= i < len(lines)}
+    out = []
+    for i, line in enumerate(lines):
+        if i in edge and _page_free(line) in running:
+            continue
+        if _SPACED_CJK.search(line):
+            line = _CJK_GAP.sub("", line)
+        out.append(_LEADER.sub(r" … \1", line))
+    return "\n".join(out).strip()
+
+
 _TERMINAL = tuple("。！？.!?:：」』）)")
 _HYPHENATED = re.compile(r"[^\W\d_]{2}-\s*$")  # a letter pair then a hyphen ends the line
+_BROKEN_AT_HYPHEN = re.compile(r"\w-\s*$")  # "e-" / "mail", "X-" / "2": a compound broken at its own hyphen
 
 
 def unwrap_lines(text: str) -> str:
@@ -167,18 +213,23 @@ def unwrap_lines(text: str) -> str:
         return text
     full = lengths[int(0.9 * (len(lengths) - 1))]
     out: list[str] = []
+    last = ""  # the line above as the page printed it: whether it was full decides, not what it was joined into
     for line in lines:
         prev = out[-1] if out else None
         if prev and line and _HYPHENATED.search(prev) and line.lstrip()[:1].islower():
             # A word hyphenated at the line's end ("manip-" / "ulation"): one word again, whatever the line length.
             out[-1] = prev.rstrip()[:-1] + line.lstrip()
-            continue
-        if (prev and line and len(prev) >= 0.7 * full and not prev.rstrip().endswith(_TERMINAL)):
+        elif prev and line and (len(last) >= 0.7 * full or _BROKEN_AT_HYPHEN.search(prev)) \
+                and not prev.rstrip().endswith(_TERMINAL) and not _LEADER_END.search(prev):
             joiner = "" if (_is_cjk(prev[-1]) or _is_cjk(line[0]) or prev.rstrip().endswith("-")) else " "
             out[-1] = prev.rstrip() + joiner + line.lstrip()
         else:
             out.append(line)
+        last = line
     return "\n".join(out)
+
+
+_LEADER_END = re.compile(r" … (\d+|[ivxlc]+)$", re.I)  # a contents entry, as _as_typeset writes it, is whole
 
 
 def _is_cjk(ch: str) -> bool:
