@@ -566,3 +566,25 @@ def test_an_answer_about_a_named_document_adds_nothing_from_another_that_never_m
     assert [p.source_id for p in pick_sentences(question, [sort, find])] == ["S1"]
     find.text += "\nsort の -f と同じです。"  # one that mentions it may add to the answer
     assert [p.source_id for p in pick_sentences(question, [sort, find])] == ["S1", "S2"]
+
+
+def test_a_question_for_a_year_is_answered_by_a_year_not_a_version():
+    # "In what year was the MPL 2.0 released?" was answered "This Source Code Form is subject to the terms of the
+    # Mozilla Public License, v. 2.0.": a version number is no year.
+    notice = Passage(source_id="S1-aaaaaa", lang="en", page=6, title="Mozilla Public License Version 2.0",
+                     text="This Source Code Form is subject to the terms of the Mozilla Public License, v. 2.0.")
+    question = "In what year was the Mozilla Public License 2.0 released?"
+
+    def cosines(question, sentences):  # the bundled model's, measured (each sentence under its title)
+        return [0.894 if "v. 2.0" in s else 0.903 if "2012" in s else 0.896 for s in sentences]
+
+    def answer(question: str, passage: Passage) -> list[str]:
+        picked = pick_sentences(question, [passage], min_score=ANSWER_MIN_SCORE, similarity=cosines)
+        return [p.sentence for p in picked]
+
+    assert answer(question, notice) == []
+    released = Passage(source_id="S2-bbbbbb", lang="en", title="MPL FAQ",
+                       text="The Mozilla Public License 2.0 was released in 2012.")
+    assert answer(question, released) == [released.text]
+    ja = Passage(source_id="S3-cccccc", lang="ja", title="年表", text="東京オリンピックは1964年に開催されました。")
+    assert answer("東京オリンピックは何年に開催されましたか？", ja) == [ja.text]

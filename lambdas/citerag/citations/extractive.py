@@ -104,11 +104,18 @@ _TIME = re.compile(r"\b(dates?|days?|until|till|perpetual|permanent(ly)?|forever
                    re.I)
 
 
+# "In what year…" is answered by a year, not by any number: "the Mozilla Public License, v. 2.0" is a version.
+_WANTS_YEAR = re.compile(r"\b(what|which) year\b|何年に|西暦", re.I)
+_YEAR = re.compile(r"(?<!\d)(?<!\d\.)(1[5-9]\d\d|20\d\d)(?!\.?\d)|\d\s?年|[元一二三四五六七八九十]年")
+
+
 def _number_evidence(query: Query) -> Callable[[str], bool]:
-    """What tells a sentence answers a question that asks for a number (a time, for "how long" and "when"; money,
-    for a price)."""
+    """What tells a sentence answers a question that asks for a number (a year; a time, for "how long" and
+    "when"; money, for a price)."""
     if _WANTS_MONEY.search(query.text):
         return lambda text: bool(_MONEY.search(text))
+    if _WANTS_YEAR.search(query.text):
+        return lambda text: bool(_YEAR.search(text))
     if _WANTS_TIME.search(query.text):
         return lambda text: _holds_number(text) or bool(_TIME.search(text))
     return _holds_number
