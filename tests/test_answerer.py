@@ -37,6 +37,21 @@ def test_prefers_sources_in_the_language_of_the_question():
     assert [p.source_id for p in picked] == ["S2"]
 
 
+def test_a_sentence_in_the_questions_language_answers_from_a_passage_mostly_in_another():
+    # A manual translated in part: the page's passage reads as English, and its one Japanese sentence was dropped
+    # with it, so "ソースコードはどのように入手できますか？" was refused.
+    mixed = Passage(source_id="S1-aaaaaa", lang="en", page=14, text=(
+        "Detailed instructions for verifying and using these images are part of the Debian-CD FAQ.\n6.2.5 ソース\n"
+        "ソースコードは通常の Debian アーカイブと同様に様々な方法で入手できます。\n"
+        "These ISO images are approximately 7.5 GB large and can be used without access to the Internet."))
+    japanese = Passage(source_id="S2-bbbbbb", lang="ja", page=12, text="ユーザーのファイルはサーバーに保存されます。")
+    picked = pick_sentences("ソースコードはどのように入手できますか？", [japanese, mixed], max_sentences=1)
+    assert [p.sentence for p in picked] == ["ソースコードは通常の Debian アーカイブと同様に様々な方法で入手できます。"]
+    # Its English sentences still give way to the question's language.
+    picked = pick_sentences("ISOイメージの大きさは？", [japanese, mixed], max_sentences=2)
+    assert all(p.source_id == "S2-bbbbbb" or "ソース" in p.sentence for p in picked)
+
+
 def test_nothing_relevant_gives_no_sentences():
     assert pick_sentences("anything", [Passage(source_id="S1", text="text here.", lang="en", relevant=False)]) == []
 

@@ -437,8 +437,10 @@ def rank_sentences(
     """
     query = analyze(question)
     usable = [p for p in passages if p.relevant][:max_passages]
-    if any(p.lang == query.lang for p in usable):
-        usable = [p for p in usable if p.lang == query.lang]
+    # The answer is in the question's language when a source is in it. Sentence by sentence: a manual translated in
+    # part is a page of English paragraphs with Japanese ones between them ("6.2.5 ソース\nソースコードは通常の
+    # Debian アーカイブと…"), whose passage reads as English, and whose Japanese sentences still answer.
+    own_language = any(p.lang == query.lang for p in usable)
     q = content_terms(query)
     if not usable or not q:
         return query, usable, []
@@ -504,7 +506,10 @@ def rank_sentences(
                 # 大文字・小文字を区別しない" + "-g, --general-numeric-sort…" answered with both).
                 joiner = "" if query.lang == "ja" and _is_cjk(text[-1]) else " "
                 units.append((pos, pos + 1, text + joiner + spans[pos + 1]))
+        foreign = own_language and p.lang != query.lang
         for first, last, text in units:
+            if foreign and detect_language(text) != query.lang:
+                continue
             if len(text) < 8 or text.endswith(("?", "？")):
                 # Too short to be a statement, or a question (FAQ headings restate the user's question).
                 continue
