@@ -33,6 +33,13 @@ documents nobody here wrote, at what `citerag bench-answers` measures.
     apt-get download debian-edu-doc-ja && dpkg -x debian-edu-doc-ja_*.deb x
     citerag ingest x/usr/share/doc/debian-edu-doc-ja/debian-edu-bookworm-manual.pdf --index /tmp/edu.sqlite
     python scripts/tour.py /tmp/edu.sqlite scripts/tours/debian-edu-ja.tsv
+    # and in English (debian-edu-doc-en), for scripts/tours/debian-edu-en.tsv
+
+    # TeX Live's Japanese guide, a 71-page PDF from dvipdfmx whose Japanese fonts have no ToUnicode map, for
+    # scripts/tours/texlive-ja.tsv
+    apt-get download texlive-lang-japanese && dpkg -x texlive-lang-japanese_*.deb x
+    citerag ingest x/usr/share/doc/texlive-doc/texlive/texlive-ja/texlive-ja.pdf --index /tmp/tl.sqlite
+    python scripts/tour.py /tmp/tl.sqlite scripts/tours/texlive-ja.tsv
 """
 
 from __future__ import annotations

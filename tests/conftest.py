@@ -79,6 +79,35 @@ def make_pdf(pages: list[str], *, title: str | None = None, japanese: bool = Fal
     return buf.getvalue()
 
 
+def make_cid_pdf(runs: list[tuple[float, float, list[int]]]) -> bytes:
+    """A page of text in a Japanese CID font with no ToUnicode map, as pLaTeX/dvipdfmx writes one: each run is
+    (x, y, glyph numbers in Adobe-Japan1) shown with Identity-H. The font is not embedded (a viewer substitutes
+    one), which the text layer does not need."""
+    content = "".join(f"BT /F1 12 Tf {x} {y} Td <{''.join(f'{c:04X}' for c in cids)}> Tj ET\n" for x, y, cids in runs)
+    objects = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Resources << /Font << /F1 5 0 R >> >> "
+        "/Contents 4 0 R >>",
+        f"<< /Length {len(content)} >>\nstream\n{content}endstream",
+        "<< /Type /Font /Subtype /Type0 /BaseFont /Ryumin-Light /Encoding /Identity-H /DescendantFonts [6 0 R] >>",
+        "<< /Type /Font /Subtype /CIDFontType0 /BaseFont /Ryumin-Light /FontDescriptor 7 0 R "
+        "/CIDSystemInfo << /Registry (Adobe) /Ordering (Japan1) /Supplement 6 >> /DW 1000 >>",
+        "<< /Type /FontDescriptor /FontName /Ryumin-Light /Flags 6 /FontBBox [-170 -331 1024 903] /ItalicAngle 0 "
+        "/Ascent 723 /Descent -241 /CapHeight 709 /StemV 69 >>",
+    ]
+    out = b"%PDF-1.4\n"
+    offsets = []
+    for n, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += f"{n} 0 obj\n{body}\nendobj\n".encode()
+    xref = len(out)
+    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
+    out += "".join(f"{o:010d} 00000 n \n" for o in offsets).encode()
+    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    return out
+
+
 def make_image_only_pdf(n_pages: int = 2) -> bytes:
     from reportlab.pdfgen import canvas
 

@@ -19,6 +19,14 @@ def test_japanese_and_english_sentences_split_with_offsets():
     assert all(text[s.start : s.end] == s.text for s in spans)
 
 
+def test_japanese_set_with_full_width_commas_and_stops_splits_into_sentences():
+    # TeX Live's Japanese guide, like much technical and academic Japanese, ends sentences with "．": a paragraph
+    # was one sentence, and its first sentence could not be the answer on its own. "１．５" is a number.
+    text = "TeX コミュニティは友好的です．しかしながら，サポートは非公式です．版は１．５です．"
+    assert [s.text for s in split_sentences(text)] == [
+        "TeX コミュニティは友好的です．", "しかしながら，サポートは非公式です．", "版は１．５です．"]
+
+
 def test_a_man_pages_optional_argument_is_no_question():
     text = ".tables ?TABLE? List names of tables\n.explain ?on|off? Turn output mode on or off. What? Yes."
     assert [s.text for s in split_sentences(text)] == [

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from citerag.documents.loaders import load_bytes, load_path, unwrap_lines
 from citerag.errors import DocumentError
 
-from conftest import SAMPLES, make_encrypted_pdf, make_image_only_pdf, make_pdf
+from conftest import SAMPLES, make_cid_pdf, make_encrypted_pdf, make_image_only_pdf, make_pdf
 
 
 def test_pdf_pages_are_one_based_and_carry_the_title():
@@ -350,3 +350,14 @@ def test_justified_japanese_and_a_table_of_contents_come_out_as_text():
     assert doc.sections[0].text.split("\n") == [
         "目次", "8.1 ワークステーションに接続されたプリンターの利用方法 … 64", "8.2 ネットワークプリンタ … 64",
         "ソースコードは通常の Debian アーカイブと同様に入手できます。"]
+
+
+def test_japanese_in_a_cid_font_without_a_unicode_map_is_read_as_japanese():
+    # TeX Live's Japanese guide (dvipdfmx) names its glyphs by their Adobe-Japan1 numbers with no ToUnicode map;
+    # pypdf read "イントロダクション" as "ΠϯτϩμΫγϣϯ" (these glyph numbers are that PDF's own), took some numbers for
+    # right-to-left letters and reversed them ("非式公" for "非公式"), and none of 14 questions on it was answered.
+    introduction = [928, 1007, 964, 1001, 956, 939, 947, 995, 1007]
+    sentence = [945, 985, 660, 964, 888, 3463, 1964, 2268, 880, 866, 637, 2286, 2022, 1878, 1910, 923, 1877, 2151]
+    doc = load_bytes(make_cid_pdf([(72.0, 760.0, introduction), (72.0, 600.0, sentence)]), "file:///g.pdf", "g.pdf")
+    text = doc.sections[0].text
+    assert text.startswith("イントロダクション") and text.endswith("サポートは非公式です．実行権限を検索")

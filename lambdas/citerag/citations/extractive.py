@@ -19,7 +19,7 @@ from citerag.search.passage import Passage
 from citerag.search.query import Query, analyze
 from citerag.search.sparse import CorpusStats, term_id, tokenize
 
-_TERMINAL = tuple("。！.!」』）)")
+_TERMINAL = tuple("。．！.!」』）)")  # "．": Japanese set with "，．", as much technical writing is
 
 NOT_FOUND = {
     "en": "The documents do not answer this question.",

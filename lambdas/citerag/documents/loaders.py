@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from citerag.documents.model import LoadedDocument, Section, content_hash_of, doc_id_for
 from citerag.documents.text import resolve_overstrike
@@ -129,11 +130,14 @@ def _load_pdf(data: bytes, name: str, max_pages: int) -> tuple[str | None, list[
     if n_pages > max_pages:
         raise DocumentError(f"PDF has {n_pages:,} pages; the limit is {max_pages:,}")
     pages: list[str] = []
+    unmapped = _UnmappedFonts()
     for i, page in enumerate(reader.pages, start=1):
         try:
-            pages.append(_tidy(page.extract_text() or ""))
+            pages.append(_tidy(page.extract_text(visitor_text=unmapped.visit) or ""))
         except Exception as exc:
             raise DocumentError(f"PDF page {i} is corrupt ({type(exc).__name__})") from None
+    if unmapped.seen:
+        pages = _pdfminer_pages(data, len(pages)) or pages
     running = _running_lines(pages)
     sections = [Section(text=unwrap_lines(_as_typeset(text, running)), page=i) for i, text in enumerate(pages, 1)]
     if not any(s.text.strip() for s in sections):
@@ -150,11 +154,54 @@ def _load_pdf(data: bytes, name: str, max_pages: int) -> tuple[str | None, list[
     return title, sections
 
 
+class _UnmappedFonts:
+    """Whether a page's text came from a CJK font without a ToUnicode map, as pLaTeX/dvipdfmx and older Japanese
+    PDFs write them: the codes are glyph numbers in one of Adobe's character collections (Adobe-Japan1, and the
+    Chinese and Korean ones), which pypdf gives back as if they were Unicode ("ΠϯτϩμΫγϣϯ" for "イントロダクション")."""
+
+    _COLLECTIONS = ("Japan1", "GB1", "CNS1", "Korea1")
+
+    def __init__(self) -> None:
+        self.seen = False
+        self._fonts: set[int] = set()  # the font dictionaries already looked at
+
+    def visit(self, text: str, _cm: Any, _tm: Any, font: Any, _size: Any) -> None:
+        if self.seen or not text.strip() or not font or id(font) in self._fonts:
+            return
+        self._fonts.add(id(font))
+        try:
+            if font.get("/Subtype") != "/Type0" or "/ToUnicode" in font \
+                    or str(font.get("/Encoding")) not in ("/Identity-H", "/Identity-V"):
+                return  # a predefined CMap (UniJIS-UCS2-H, …) pypdf reads itself
+            info = font["/DescendantFonts"][0].get_object()["/CIDSystemInfo"].get_object()
+            self.seen = str(info.get("/Registry")) == "Adobe" and str(info.get("/Ordering")) in self._COLLECTIONS
+        except Exception:  # a damaged font dictionary: pypdf's reading stands
+            return
+
+
+def _pdfminer_pages(data: bytes, n_pages: int) -> list[str] | None:
+    """Each page's text as pdfminer.six reads it, which maps Adobe's character collections to Unicode (pypdf, taking
+    some glyph numbers for right-to-left letters, also reversed them: "非式公" for "非公式"). None when it cannot read
+    the file, or reads another number of pages."""
+    from pdfminer.high_level import extract_pages
+    from pdfminer.layout import LTTextContainer
+
+    logging.getLogger("pdfminer").setLevel(logging.ERROR)
+    try:
+        # A text box is mostly a paragraph, but not always (a page's first line, under a running header): lines are
+        # joined or not by unwrap_lines, as pypdf's are.
+        pages = ["\n".join(box.get_text().strip() for box in page if isinstance(box, LTTextContainer))
+                 for page in extract_pages(io.BytesIO(data))]
+    except Exception:  # pdfminer raises a wide range on files pypdf opened
+        return None
+    return [_tidy(text) for text in pages] if len(pages) == n_pages else None
+
+
 # A page's running header or footer, whatever page it is on: its number ("6 / 95", "iv") is the only change.
 _PAGE_NUMBER = re.compile(r"\d+|(?<![^\W\d_])[ivxlc]+(?![^\W\d_])", re.I)
 _PAGE_RANGE = re.compile(r"#(?:\s*(?:/|of|-)\s*#)+")
 # A contents entry: its title, a leader of dots and the page it starts on ("8.1 Printers . . . . . . 63").
-_LEADER = re.compile(r"(?:\s?\.){4,}\s*(\d+|[ivxlc]+)$", re.I)
+_LEADER = re.compile(r"(?:\s?\.){4,}\s*(\d+|[ivxlc]+)?$", re.I)  # pdfminer may put the page on a line of its own
 # Justified Japanese as some typesetters extract it, a space between every character ("ソ ー ス コ ー ド は 通 常 の").
 _SPACED_CJK = re.compile(r"(?:[\u3000-\u9fff\uff00-\uffef] ){4,}[\u3000-\u9fff\uff00-\uffef]")
 _CJK_GAP = re.compile(r"(?<=[\u3000-\u9fff\uff00-\uffef]) (?=[\u3000-\u9fff\uff00-\uffef])")
@@ -190,11 +237,11 @@ def _as_typeset(text: str, running: set[str]) -> str:
             continue
         if _SPACED_CJK.search(line):
             line = _CJK_GAP.sub("", line)
-        out.append(_LEADER.sub(r" … \1", line))
+        out.append(_LEADER.sub(lambda m: f" … {m[1] or ''}".rstrip(), line))
     return "\n".join(out).strip()
 
 
-_TERMINAL = tuple("。！？.!?:：」』）)")
+_TERMINAL = tuple("。．！？.!?:：」』）)")
 _HYPHENATED = re.compile(r"[^\W\d_]{2}-\s*$")  # a letter pair then a hyphen ends the line
 _BROKEN_AT_HYPHEN = re.compile(r"\w-\s*$")  # "e-" / "mail", "X-" / "2": a compound broken at its own hyphen
 
@@ -229,7 +276,7 @@ def unwrap_lines(text: str) -> str:
     return "\n".join(out)
 
 
-_LEADER_END = re.compile(r" … (\d+|[ivxlc]+)$", re.I)  # a contents entry, as _as_typeset writes it, is whole
+_LEADER_END = re.compile(r" …(?: \d+| [ivxlc]+)?$", re.I)  # a contents entry, as _as_typeset writes it, is whole
 
 
 def _is_cjk(ch: str) -> bool:
@@ -557,10 +604,14 @@ def _decode_utf8(data: bytes) -> str:
         ) from None
 
 
+_ZERO_WIDTH = re.compile("[\u200b-\u200d\u2060\ufeff]")
+
+
 def _tidy(text: str, *, keep_lines: bool = False) -> str:
     """Normalise line endings and runs of blank space, keep paragraph breaks (and, with keep_lines, every line, so
     line numbers still point into the file)."""
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
+    text = _ZERO_WIDTH.sub("", text)  # a PDF's "‌tlmgr‌": invisible, but no word starts with it
     text = re.sub(r"[ \t\u00a0]+", " ", text)
     text = re.sub(r" *\n *", "\n", text)
     if keep_lines:  # leading blank lines too: without them every line number would be off

@@ -264,7 +264,7 @@ class SearchPipeline:
 
 
 LINE_SLACK = 200  # how far a window may grow to take a whole line instead of cutting it
-_BREAK = re.compile(r"(?<=[ 。！？])")  # just after a space or a sentence end
+_BREAK = re.compile(r"(?<=[ 。．！？])")  # just after a space or a sentence end
 
 
 def _on_boundaries(parent: str, begin: int, stop: int, start: int, end: int) -> tuple[int, int]:
