@@ -52,6 +52,19 @@ def test_a_sentence_in_the_questions_language_answers_from_a_passage_mostly_in_a
     assert all(p.source_id == "S2-bbbbbb" or "ソース" in p.sentence for p in picked)
 
 
+def test_a_passage_in_another_language_lends_no_title_that_the_answer_must_name():
+    # Read for its sentences in the question's language, a Japanese passage titled "Kumo 取扱説明書" made "kumo" a
+    # document the question names, and the English answer, which does not say "Kumo", was refused.
+    stats = CorpusStats()
+    for doc in ["warranty lasts two years faq", "kumo マニュアル 保証"] + [f"filler {i} cleaning" for i in range(30)]:
+        stats.add(Counter(term_id(t) for t in tokenize(doc)))
+    faq = Passage(source_id="S1-aaaaaa", lang="en", title="FAQ",
+                  text="The warranty lasts two years from the date of purchase.")
+    manual = Passage(source_id="S2-bbbbbb", lang="ja", title="Kumo 取扱説明書", text="保証期間は購入日から2年です。")
+    picked = pick_sentences("How long is the Kumo warranty?", [faq, manual], stats, min_score=0.3)
+    assert [p.source_id for p in picked] == ["S1-aaaaaa"]
+
+
 def test_nothing_relevant_gives_no_sentences():
     assert pick_sentences("anything", [Passage(source_id="S1", text="text here.", lang="en", relevant=False)]) == []
 
@@ -603,3 +616,8 @@ def test_a_question_for_a_year_is_answered_by_a_year_not_a_version():
     assert answer(question, released) == [released.text]
     ja = Passage(source_id="S3-cccccc", lang="ja", title="年表", text="東京オリンピックは1964年に開催されました。")
     assert answer("東京オリンピックは何年に開催されましたか？", ja) == [ja.text]
+    # A date holds its year however it is written.
+    for date in ("2012.05.01", "２０１２／０５／０１"):
+        dated = Passage(source_id="S4-dddddd", lang="en", title="MPL FAQ",
+                        text=f"The Mozilla Public License 2.0 was released on {date}.")
+        assert answer(question, dated) == [dated.text]

@@ -22,9 +22,9 @@ def test_japanese_and_english_sentences_split_with_offsets():
 def test_japanese_set_with_full_width_commas_and_stops_splits_into_sentences():
     # TeX Live's Japanese guide, like much technical and academic Japanese, ends sentences with "．": a paragraph
     # was one sentence, and its first sentence could not be the answer on its own. "１．５" is a number.
-    text = "TeX コミュニティは友好的です．しかしながら，サポートは非公式です．版は１．５です．"
+    text = "TeX コミュニティは友好的です．しかしながら，サポートは非公式です．版は１．５です．\n1．はじめに"
     assert [s.text for s in split_sentences(text)] == [
-        "TeX コミュニティは友好的です．", "しかしながら，サポートは非公式です．", "版は１．５です．"]
+        "TeX コミュニティは友好的です．", "しかしながら，サポートは非公式です．", "版は１．５です．", "1．はじめに"]
 
 
 def test_a_man_pages_optional_argument_is_no_question():

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from citerag.documents.loaders import load_bytes, load_path, unwrap_lines
+from citerag.documents.loaders import _as_typeset, load_bytes, load_path, unwrap_lines
 from citerag.errors import DocumentError
 
 from conftest import SAMPLES, make_cid_pdf, make_encrypted_pdf, make_image_only_pdf, make_pdf
@@ -324,6 +324,17 @@ def test_a_pdfs_running_header_and_footer_are_not_read_into_its_pages():
     doc = load_bytes(make_pdf(pages), "file:///manual.pdf", "manual.pdf")
     texts = [s.text for s in doc.sections]
     assert texts == body
+    # What only looks like a header is kept: a value beside the page number, a table's rows, an invoice's number
+    # (numbers that change from page to page without being the page's), and a page with nothing else on it.
+    values = ["4200", "17", "8", "950"]
+    pages = [f"Invoice No. {1000 + i}\nPump {'ABCD'[i - 1]} delivered, in litres:\n{v}\n{i}"
+             for i, v in enumerate(values, 1)]
+    doc = load_bytes(make_pdf(pages), "file:///invoices.pdf", "invoices.pdf")
+    assert [(s.text.startswith(f"Invoice No. {1000 + i}"), s.text.endswith(f"litres:\n{v}"))
+            for i, (s, v) in enumerate(zip(doc.sections, values, strict=True), 1)] == [(True, True)] * 4
+    rows = [f"{r} {12.5 * r} {7 * r}" for r in range(1, 5)]
+    doc = load_bytes(make_pdf(["\n".join(rows)] * 4), "file:///table.pdf", "table.pdf")
+    assert all(s.text.split() == " ".join(rows).split() for s in doc.sections)
     # A heading that happens to open two pages is the document's own text, not a running header.
     twice = ["Safety\nDo not open the case.", "Safety\nKeep away from water.", "Cleaning\nWipe it dry."]
     doc = load_bytes(make_pdf(twice), "file:///manual.pdf", "manual.pdf")
@@ -352,12 +363,20 @@ def test_justified_japanese_and_a_table_of_contents_come_out_as_text():
         "ソースコードは通常の Debian アーカイブと同様に入手できます。"]
 
 
-def test_japanese_in_a_cid_font_without_a_unicode_map_is_read_as_japanese():
+@pytest.mark.parametrize("in_form", [False, True])
+def test_japanese_in_a_cid_font_without_a_unicode_map_is_read_as_japanese(in_form):
     # TeX Live's Japanese guide (dvipdfmx) names its glyphs by their Adobe-Japan1 numbers with no ToUnicode map;
     # pypdf read "イントロダクション" as "ΠϯτϩμΫγϣϯ" (these glyph numbers are that PDF's own), took some numbers for
     # right-to-left letters and reversed them ("非式公" for "非公式"), and none of 14 questions on it was answered.
     introduction = [928, 1007, 964, 1001, 956, 939, 947, 995, 1007]
     sentence = [945, 985, 660, 964, 888, 3463, 1964, 2268, 880, 866, 637, 2286, 2022, 1878, 1910, 923, 1877, 2151]
-    doc = load_bytes(make_cid_pdf([(72.0, 760.0, introduction), (72.0, 600.0, sentence)]), "file:///g.pdf", "g.pdf")
+    pdf = make_cid_pdf([(72.0, 760.0, introduction), (72.0, 600.0, sentence)], in_form=in_form)
+    doc = load_bytes(pdf, "file:///g.pdf", "g.pdf")
     text = doc.sections[0].text
     assert text.startswith("イントロダクション") and text.endswith("サポートは非公式です．実行権限を検索")
+
+
+def test_zero_width_marks_beside_latin_text_are_dropped_and_kept_where_a_script_needs_them():
+    # TeX Live's guide wraps command names in zero-width non-joiners ("‌tlmgr‌"); Persian writes one inside a word.
+    page = "Run \u200ctlmgr\u200c update to update.\nمی\u200cخواهم \U0001f468\u200d\U0001f469"
+    assert _as_typeset(page, set()) == "Run tlmgr update to update.\nمی\u200cخواهم \U0001f468\u200d\U0001f469"

@@ -106,7 +106,7 @@ _TIME = re.compile(r"\b(dates?|days?|until|till|perpetual|permanent(ly)?|forever
 
 # "In what year…" is answered by a year, not by any number: "the Mozilla Public License, v. 2.0" is a version.
 _WANTS_YEAR = re.compile(r"\b(what|which) year\b|何年に|西暦", re.I)
-_YEAR = re.compile(r"(?<!\d)(?<!\d\.)(1[5-9]\d\d|20\d\d)(?!\.?\d)|\d\s?年|[元一二三四五六七八九十]年")
+_YEAR = re.compile(r"(?<!\d)(?<!\d\.)(1[5-9]\d\d|20\d\d)(?!\d)(?!\.\d+(?![\d.]))|\d\s?年|[元一二三四五六七八九十]年")
 
 
 def _number_evidence(query: Query) -> Callable[[str], bool]:
@@ -115,7 +115,7 @@ def _number_evidence(query: Query) -> Callable[[str], bool]:
     if _WANTS_MONEY.search(query.text):
         return lambda text: bool(_MONEY.search(text))
     if _WANTS_YEAR.search(query.text):
-        return lambda text: bool(_YEAR.search(text))
+        return lambda text: bool(_YEAR.search(normalize(text)))  # "２０１２年", "2012.05.01"; not "v. 2.0"
     if _WANTS_TIME.search(query.text):
         return lambda text: _holds_number(text) or bool(_TIME.search(text))
     return _holds_number
@@ -711,7 +711,9 @@ def pick_sentences(
     if candidates[0].evidence < unknown_floor:
         return []
     best = _widened(candidates)
-    named = _named_words(query, usable, stats)
+    # The documents a question names, among those it is answered from (a passage in another language lends no
+    # title when sources in the question's own exist).
+    named = _named_words(query, [p for p in usable if p.lang == query.lang] or usable, stats)
     if floor > 0 and not _mentions(usable[best.rank], named):
         return []
     picked = [best]

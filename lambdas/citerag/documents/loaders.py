@@ -130,16 +130,19 @@ def _load_pdf(data: bytes, name: str, max_pages: int) -> tuple[str | None, list[
     if n_pages > max_pages:
         raise DocumentError(f"PDF has {n_pages:,} pages; the limit is {max_pages:,}")
     pages: list[str] = []
-    unmapped = _UnmappedFonts()
+    unmapped: list[int] = []  # 0-based pages whose text is in a CJK font without a ToUnicode map
     for i, page in enumerate(reader.pages, start=1):
         try:
-            pages.append(_tidy(page.extract_text(visitor_text=unmapped.visit) or ""))
+            pages.append(_tidy(page.extract_text() or ""))
         except Exception as exc:
             raise DocumentError(f"PDF page {i} is corrupt ({type(exc).__name__})") from None
-    if unmapped.seen:
-        pages = _pdfminer_pages(data, len(pages)) or pages
-    running = _running_lines(pages)
-    sections = [Section(text=unwrap_lines(_as_typeset(text, running)), page=i) for i, text in enumerate(pages, 1)]
+        if _unmapped_cjk_font(page):
+            unmapped.append(i - 1)
+    for i, text in zip(unmapped, _pdfminer_pages(data, unmapped) or [], strict=False):  # none, or one a page
+        pages[i] = text or pages[i]
+    dropped = _running_lines(pages)
+    sections = [Section(text=unwrap_lines(_as_typeset(text, drop)), page=i)
+                for i, (text, drop) in enumerate(zip(pages, dropped, strict=True), 1)]
     if not any(s.text.strip() for s in sections):
         raise DocumentError(
             f"PDF has {n_pages} page(s) but no text layer (scanned images?); run OCR on it first"
@@ -154,96 +157,159 @@ def _load_pdf(data: bytes, name: str, max_pages: int) -> tuple[str | None, list[
     return title, sections
 
 
-class _UnmappedFonts:
-    """Whether a page's text came from a CJK font without a ToUnicode map, as pLaTeX/dvipdfmx and older Japanese
-    PDFs write them: the codes are glyph numbers in one of Adobe's character collections (Adobe-Japan1, and the
-    Chinese and Korean ones), which pypdf gives back as if they were Unicode ("ΠϯτϩμΫγϣϯ" for "イントロダクション")."""
-
-    _COLLECTIONS = ("Japan1", "GB1", "CNS1", "Korea1")
-
-    def __init__(self) -> None:
-        self.seen = False
-        self._fonts: set[int] = set()  # the font dictionaries already looked at
-
-    def visit(self, text: str, _cm: Any, _tm: Any, font: Any, _size: Any) -> None:
-        if self.seen or not text.strip() or not font or id(font) in self._fonts:
-            return
-        self._fonts.add(id(font))
-        try:
-            if font.get("/Subtype") != "/Type0" or "/ToUnicode" in font \
-                    or str(font.get("/Encoding")) not in ("/Identity-H", "/Identity-V"):
-                return  # a predefined CMap (UniJIS-UCS2-H, …) pypdf reads itself
-            info = font["/DescendantFonts"][0].get_object()["/CIDSystemInfo"].get_object()
-            self.seen = str(info.get("/Registry")) == "Adobe" and str(info.get("/Ordering")) in self._COLLECTIONS
-        except Exception:  # a damaged font dictionary: pypdf's reading stands
-            return
+_CJK_COLLECTIONS = ("Japan1", "GB1", "CNS1", "Korea1")
 
 
-def _pdfminer_pages(data: bytes, n_pages: int) -> list[str] | None:
-    """Each page's text as pdfminer.six reads it, which maps Adobe's character collections to Unicode (pypdf, taking
-    some glyph numbers for right-to-left letters, also reversed them: "非式公" for "非公式"). None when it cannot read
-    the file, or reads another number of pages."""
-    from pdfminer.high_level import extract_pages
-    from pdfminer.layout import LTTextContainer
-
-    logging.getLogger("pdfminer").setLevel(logging.ERROR)
+def _unmapped_cjk_font(page: Any) -> bool:
+    """Whether the page uses a CJK font without a ToUnicode map, as pLaTeX/dvipdfmx and older Japanese PDFs write
+    them: the codes are glyph numbers in one of Adobe's character collections (Adobe-Japan1, and the Chinese and
+    Korean ones), which pypdf gives back as if they were Unicode ("ΠϯτϩμΫγϣϯ" for "イントロダクション"). Read from
+    the fonts the page and its forms name, not while extracting: a visitor turns off pypdf's shortcut past content
+    with no text (a page of drawing took 100 times as long)."""
     try:
+        return any(_is_unmapped_cjk(font) for font in _fonts(page.get("/Resources"), depth=0))
+    except Exception:  # a damaged resource dictionary: pypdf's reading stands
+        return False
+
+
+def _fonts(resources: Any, depth: int) -> list[Any]:
+    if resources is None or depth > 3:  # forms inside forms, bounded: a cycle must not hang the loader
+        return []
+    resources = resources.get_object()
+    fonts = [font.get_object() for font in (resources.get("/Font") or {}).values()] if "/Font" in resources else []
+    for xobject in (resources.get("/XObject") or {}).values():
+        xobject = xobject.get_object()
+        if xobject.get("/Subtype") == "/Form":
+            fonts += _fonts(xobject.get("/Resources"), depth + 1)
+    return fonts
+
+
+def _is_unmapped_cjk(font: Any) -> bool:
+    if font.get("/Subtype") != "/Type0" or "/ToUnicode" in font \
+            or str(font.get("/Encoding")) not in ("/Identity-H", "/Identity-V"):
+        return False  # a predefined CMap (UniJIS-UCS2-H, …) pypdf reads itself
+    info = font["/DescendantFonts"][0].get_object()["/CIDSystemInfo"].get_object()
+    return str(info.get("/Registry")) == "Adobe" and str(info.get("/Ordering")) in _CJK_COLLECTIONS
+
+
+def _pdfminer_pages(data: bytes, numbers: list[int]) -> list[str] | None:
+    """Those pages' text as pdfminer.six reads it, which maps Adobe's character collections to Unicode (pypdf, taking
+    some glyph numbers for right-to-left letters, also reversed them: "非式公" for "非公式"). Text in forms too
+    (all_texts). None when it cannot read the file."""
+    if not numbers:
+        return None
+    try:
+        from pdfminer.high_level import extract_pages
+        from pdfminer.layout import LAParams
+
+        logging.getLogger("pdfminer").setLevel(logging.ERROR)
         # A text box is mostly a paragraph, but not always (a page's first line, under a running header): lines are
         # joined or not by unwrap_lines, as pypdf's are.
-        pages = ["\n".join(box.get_text().strip() for box in page if isinstance(box, LTTextContainer))
-                 for page in extract_pages(io.BytesIO(data))]
-    except Exception:  # pdfminer raises a wide range on files pypdf opened
+        pages = [_tidy("\n".join(_boxes(page))) for page in
+                 extract_pages(io.BytesIO(data), page_numbers=numbers, laparams=LAParams(all_texts=True))]
+    except Exception:  # pdfminer raises a wide range on files pypdf opened, or is missing from a stale install
         return None
-    return [_tidy(text) for text in pages] if len(pages) == n_pages else None
+    return pages if len(pages) == len(numbers) else None
 
 
-# A page's running header or footer, whatever page it is on: its number ("6 / 95", "iv") is the only change.
-_PAGE_NUMBER = re.compile(r"\d+|(?<![^\W\d_])[ivxlc]+(?![^\W\d_])", re.I)
+def _boxes(item: Any) -> list[str]:
+    from pdfminer.layout import LTFigure, LTTextContainer
+
+    if isinstance(item, LTTextContainer):
+        return [item.get_text().strip()]
+    if isinstance(item, LTFigure) or hasattr(item, "pageid"):  # a page, or a form drawn on it
+        return [text for child in item for text in _boxes(child)]
+    return []
+
+
+# A page's running header or footer: its page number ("6 / 95", "Page 6 of 95", "iv") changes, the rest does not.
+_NUMBER = re.compile(r"\d+")
+# A page number in lower-case roman numerals, a word of its own: "iv", not "civil" or "ill".
+_ROMAN_PAGE = re.compile(r"(?:^|(?<=\s))(?=[ivxlc])c{0,3}(?:xc|xl|l?x{0,3})(?:ix|iv|v?i{0,3})(?=\s|$)")
 _PAGE_RANGE = re.compile(r"#(?:\s*(?:/|of|-)\s*#)+")
 # A contents entry: its title, a leader of dots and the page it starts on ("8.1 Printers . . . . . . 63").
-_LEADER = re.compile(r"(?:\s?\.){4,}\s*(\d+|[ivxlc]+)?$", re.I)  # pdfminer may put the page on a line of its own
+# pdfminer may put the page on a line of its own. The lookbehind keeps a long run of dots linear to match.
+_LEADER = re.compile(r"(?<![.\s])(?:\s?\.){4,}\s*(\d+|[ivxlc]+)?$", re.I)
 # Justified Japanese as some typesetters extract it, a space between every character ("ソ ー ス コ ー ド は 通 常 の").
 _SPACED_CJK = re.compile(r"(?:[\u3000-\u9fff\uff00-\uffef] ){4,}[\u3000-\u9fff\uff00-\uffef]")
 _CJK_GAP = re.compile(r"(?<=[\u3000-\u9fff\uff00-\uffef]) (?=[\u3000-\u9fff\uff00-\uffef])")
+_ROMAN = {"i": 1, "v": 5, "x": 10, "l": 50, "c": 100}
 
 
-def _running_lines(pages: list[str]) -> set[str]:
-    """The header and footer lines printed on most pages ("Debian Edu / Skolelinux 12 Bookworm マニュアル 6 / 95"),
-    page numbers aside. Left in, the header opens the first sentence of every page ("…マニュアル 2 / 95図はネットワーク
-    接続形態の例です。"). Only a page's first or last two lines, and only where they recur on half the pages (three or
-    more): a heading that happens to open two pages is the document's text."""
-    counts: dict[str, int] = {}
-    for text in pages:
-        lines = [line for line in text.split("\n") if line.strip()]
-        for key in {_page_free(line) for line in lines[:2] + lines[-2:]}:
-            counts[key] = counts.get(key, 0) + 1
+def _running_lines(pages: list[str]) -> list[set[int]]:
+    """Per page, the lines that are its running header or footer ("Debian Edu / Skolelinux 12 Bookworm マニュアル 6 /
+    95"): left in, the header opened the first sentence of every page ("…マニュアル 2 / 95図はネットワーク接続形態の例
+    です。"). Only a page's first or last two lines, and only where the same line, numbers aside, is on half the pages
+    (three or more), in the same place. Its numbers must be the same on every page or one of them must go up with
+    the page ("6" on the 12th page, "7" on the 13th): a table's rows, an invoice's number or a step's value differ
+    from page to page without being the page's number. Nothing is dropped where most pages would be left empty (a
+    notice printed on three pages); a page of a figure under its header is left empty."""
+    seen: dict[str, list[tuple[int, int, int, list[int]]]] = {}  # key -> (page, line, place, the line's numbers)
+    for p, text in enumerate(pages):
+        lines = text.split("\n")
+        filled = [i for i, line in enumerate(lines) if line.strip()]
+        # Its place on the page: first or second line, or last or last but one. A header keeps its place.
+        for place, i in {**{-1 - n: i for n, i in enumerate(filled[::-1][:2])}, **dict(enumerate(filled[:2]))}.items():
+            key, numbers = _page_free(lines[i])
+            seen.setdefault(key, []).append((p, i, place, numbers))
     floor = max(3, len(pages) / 2)
-    return {key for key, n in counts.items() if n >= floor}
+    dropped: list[set[int]] = [set() for _ in pages]
+    for found in seen.values():
+        same = len({tuple(numbers) for *_, numbers in found}) == 1
+        groups: dict[tuple[int, ...], list[tuple[int, int]]] = {}
+        for p, i, place, numbers in found:
+            if same:  # the same line on every page
+                groups.setdefault((place,), []).append((p, i))
+            for k, n in ([] if same else enumerate(numbers)):  # a number that goes up with the page
+                groups.setdefault((place, k, n - p), []).append((p, i))
+        for group_key, group in groups.items():
+            if len({p for p, _ in group}) >= floor and (same or abs(group_key[2]) <= 500):
+                for p, i in group:
+                    dropped[p].add(i)
+    emptied = sum(all(i in dropped[p] for i, line in enumerate(text.split("\n")) if line.strip())
+                  for p, text in enumerate(pages))
+    if 2 * emptied > len(pages):  # what would be left is mostly nothing: that is the document, not its header
+        return [set() for _ in pages]
+    return dropped
 
 
-def _page_free(line: str) -> str:
-    # "6 / 95", "Page 6 of 95", "iv": one page number, so the front matter's header is the body's.
-    return _PAGE_RANGE.sub("#", _PAGE_NUMBER.sub("#", line))
+def _page_free(line: str) -> tuple[str, list[int]]:
+    """The line with its numbers as "#" (a range of them, "6 / 95", as one: the front matter's header is the
+    body's), and those numbers."""
+    numbers = [int(m[0]) if m[0].isdigit() else _roman(m[0])
+               for m in sorted([*_NUMBER.finditer(line), *_ROMAN_PAGE.finditer(line)], key=lambda m: m.start())]
+    key = _ROMAN_PAGE.sub("#", _NUMBER.sub("#", line))
+    return _PAGE_RANGE.sub("#", key), numbers
 
 
-def _as_typeset(text: str, running: set[str]) -> str:
+def _roman(numeral: str) -> int:
+    values = [_ROMAN[ch] for ch in numeral]
+    return sum(-v if i + 1 < len(values) and v < values[i + 1] else v for i, v in enumerate(values))
+
+
+def _as_typeset(text: str, dropped: set[int]) -> str:
     """A page's text without its running header and footer, justified Japanese without the spaces between its
-    characters, and a contents entry's leader shortened to "…" (its dots are no sentence's end)."""
-    lines = text.split("\n")
-    edge = {i for i in (0, 1, len(lines) - 2, len(lines) - 1) if 0 <= i < len(lines)}
+    characters, a contents entry's leader shortened to "…" (its dots are no sentence's end), and no zero-width
+    marks beside Latin text ("‌tlmgr‌"), which no word starts with; between two letters of a script that writes
+    them (Persian, an emoji sequence) they stay."""
     out = []
-    for i, line in enumerate(lines):
-        if i in edge and _page_free(line) in running:
+    for i, line in enumerate(text.split("\n")):
+        if i in dropped:
             continue
         if _SPACED_CJK.search(line):
             line = _CJK_GAP.sub("", line)
+        line = _ZERO_WIDTH.sub("", line)
         out.append(_LEADER.sub(lambda m: f" … {m[1] or ''}".rstrip(), line))
     return "\n".join(out).strip()
 
 
+_ZERO_WIDTH = re.compile(r"[\u200b\u2060\ufeff]|[\u200c\u200d](?=[\x00-\x7f]|$)|(?<=[\x00-\x7f])[\u200c\u200d]")
+
+
 _TERMINAL = tuple("。．！？.!?:：」』）)")
 _HYPHENATED = re.compile(r"[^\W\d_]{2}-\s*$")  # a letter pair then a hyphen ends the line
-_BROKEN_AT_HYPHEN = re.compile(r"\w-\s*$")  # "e-" / "mail", "X-" / "2": a compound broken at its own hyphen
+# "e-" / "mail", "X-" / "2": a compound broken at its own hyphen; not a grade or a charge alone on its line ("A-").
+_BROKEN_AT_HYPHEN = re.compile(r"\s\S*\w-$")
 
 
 def unwrap_lines(text: str) -> str:
@@ -260,16 +326,18 @@ def unwrap_lines(text: str) -> str:
         return text
     full = lengths[int(0.9 * (len(lengths) - 1))]
     out: list[str] = []
-    last = ""  # the line above as the page printed it: whether it was full decides, not what it was joined into
+    # The line above as the page printed it: whether it was full decides, not what it was joined into, and its end
+    # is the joined line's (read there, a page of one long paragraph is not read again at every line).
+    last = ""
     for line in lines:
-        prev = out[-1] if out else None
-        if prev and line and _HYPHENATED.search(prev) and line.lstrip()[:1].islower():
+        prev = last.rstrip()
+        if out and out[-1] and line and _HYPHENATED.search(prev) and line.lstrip()[:1].islower():
             # A word hyphenated at the line's end ("manip-" / "ulation"): one word again, whatever the line length.
-            out[-1] = prev.rstrip()[:-1] + line.lstrip()
-        elif prev and line and (len(last) >= 0.7 * full or _BROKEN_AT_HYPHEN.search(prev)) \
-                and not prev.rstrip().endswith(_TERMINAL) and not _LEADER_END.search(prev):
-            joiner = "" if (_is_cjk(prev[-1]) or _is_cjk(line[0]) or prev.rstrip().endswith("-")) else " "
-            out[-1] = prev.rstrip() + joiner + line.lstrip()
+            out[-1] = out[-1].rstrip()[:-1] + line.lstrip()
+        elif out and out[-1] and line and (len(last) >= 0.7 * full or _BROKEN_AT_HYPHEN.search(prev)) \
+                and not prev.endswith(_TERMINAL) and not _LEADER_END.search(prev):
+            joiner = "" if (_is_cjk(prev[-1]) or _is_cjk(line[0]) or prev.endswith("-")) else " "
+            out[-1] = out[-1].rstrip() + joiner + line.lstrip()
         else:
             out.append(line)
         last = line
@@ -604,14 +672,10 @@ def _decode_utf8(data: bytes) -> str:
         ) from None
 
 
-_ZERO_WIDTH = re.compile("[\u200b-\u200d\u2060\ufeff]")
-
-
 def _tidy(text: str, *, keep_lines: bool = False) -> str:
     """Normalise line endings and runs of blank space, keep paragraph breaks (and, with keep_lines, every line, so
     line numbers still point into the file)."""
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
-    text = _ZERO_WIDTH.sub("", text)  # a PDF's "‌tlmgr‌": invisible, but no word starts with it
     text = re.sub(r"[ \t\u00a0]+", " ", text)
     text = re.sub(r" *\n *", "\n", text)
     if keep_lines:  # leading blank lines too: without them every line number would be off

@@ -14,8 +14,9 @@ _JA_KANA_RE = re.compile(r"[\u3040-\u30ff]")
 # A sentence ends after Japanese or Latin terminal punctuation (plus closing quotes/brackets),
 # or at a newline. Latin '.', '!' and '?' only count when followed by whitespace: "3.5", "e.g.x", the "?" operator
 # in "?演算子は" and the macro in "panic!” section" stay whole. Japanese set with "，．" (much technical and academic
-# writing) ends its sentences with the full-width full stop, which is no decimal point ("１．５").
-_SENT_END_RE = re.compile(r"(?:[。！？]|．(?![0-9０-９]))+[」』）)”’\"']*|[.!?]+[\"')\]”’]*(?=\s|$)|\n+")
+# writing) ends its sentences with the full-width full stop, which is no decimal point ("１．５") and does not end a
+# list's number ("1．はじめに").
+_SENT_END_RE = re.compile(r"(?:[。！？]|(?<![0-9０-９])．(?![0-9０-９]))+[」』）)”’\"']*|[.!?]+[\"')\]”’]*(?=\s|$)|\n+")
 
 
 @dataclass(frozen=True, slots=True)
