@@ -89,7 +89,7 @@ def make_cid_pdf(runs: list[tuple[float, float, list[int]]], *, in_form: bool = 
         "<< /Type /Catalog /Pages 2 0 R >>",
         "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
         "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] "
-        "/Resources << /Font << /F1 5 0 R >> /XObject << /Fm1 8 0 R >> >> /Contents 4 0 R >>",
+        "/Resources << /Font 9 0 R /XObject << /Fm1 8 0 R >> >> /Contents 4 0 R >>",  # fonts by reference, as is common
         f"<< /Length {len(content)} >>\nstream\n{content}endstream",
         "<< /Type /Font /Subtype /Type0 /BaseFont /Ryumin-Light /Encoding /Identity-H /DescendantFonts [6 0 R] >>",
         "<< /Type /Font /Subtype /CIDFontType0 /BaseFont /Ryumin-Light /FontDescriptor 7 0 R "
@@ -98,6 +98,7 @@ def make_cid_pdf(runs: list[tuple[float, float, list[int]]], *, in_form: bool = 
         "/Ascent 723 /Descent -241 /CapHeight 709 /StemV 69 >>",
         f"<< /Type /XObject /Subtype /Form /BBox [0 0 595 842] /Resources << /Font << /F1 5 0 R >> >> "
         f"/Length {len(text)} >>\nstream\n{text}endstream",
+        "<< /F1 5 0 R >>",
     ]
     out = b"%PDF-1.4\n"
     offsets = []

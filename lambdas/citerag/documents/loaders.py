@@ -176,19 +176,24 @@ def _fonts(resources: Any, depth: int) -> list[Any]:
     if resources is None or depth > 3:  # forms inside forms, bounded: a cycle must not hang the loader
         return []
     resources = resources.get_object()
-    fonts = [font.get_object() for font in (resources.get("/Font") or {}).values()] if "/Font" in resources else []
-    for xobject in (resources.get("/XObject") or {}).values():
+    fonts = [font.get_object() for font in _entry(resources, "/Font").values()]
+    for xobject in _entry(resources, "/XObject").values():
         xobject = xobject.get_object()
         if xobject.get("/Subtype") == "/Form":
             fonts += _fonts(xobject.get("/Resources"), depth + 1)
     return fonts
 
 
+def _entry(dictionary: Any, key: str) -> Any:
+    value = dictionary.get(key)  # pypdf's get() leaves a reference unresolved
+    return value.get_object() if value is not None else {}
+
+
 def _is_unmapped_cjk(font: Any) -> bool:
     if font.get("/Subtype") != "/Type0" or "/ToUnicode" in font \
             or str(font.get("/Encoding")) not in ("/Identity-H", "/Identity-V"):
         return False  # a predefined CMap (UniJIS-UCS2-H, …) pypdf reads itself
-    info = font["/DescendantFonts"][0].get_object()["/CIDSystemInfo"].get_object()
+    info = font["/DescendantFonts"][0].get_object()["/CIDSystemInfo"]
     return str(info.get("/Registry")) == "Adobe" and str(info.get("/Ordering")) in _CJK_COLLECTIONS
 
 
