@@ -380,3 +380,24 @@ def test_zero_width_marks_beside_latin_text_are_dropped_and_kept_where_a_script_
     # TeX Live's guide wraps command names in zero-width non-joiners ("‌tlmgr‌"); Persian writes one inside a word.
     page = "Run \u200ctlmgr\u200c update to update.\nمی\u200cخواهم \U0001f468\u200d\U0001f469"
     assert _as_typeset(page, set()) == "Run tlmgr update to update.\nمی\u200cخواهم \U0001f468\u200d\U0001f469"
+
+
+def test_a_sentence_a_page_break_cuts_ends_on_the_page_it_starts_on():
+    # TeX Live's guide broke "…すべてのプログラムが確実に検索パス中で" / "TEX Live のバイナリを見つけられるように
+    # します．" over two pages; the second page opened with a fragment, which was quoted as an answer.
+    first = ["The filter should be replaced every twelve months in homes with pets or",
+             "smokers, and every eighteen months in other homes; the indicator on the",
+             "panel turns red when the filter has been in use for longer than its rated"]
+    second = ["life, whatever the air quality has been.", "Cleaning", "Wipe the case with a dry cloth."]
+    doc = load_bytes(make_pdf(["\n".join(first), "\n".join(second)]), "file:///m.pdf", "m.pdf")
+    assert doc.sections[0].text.endswith("longer than its rated life, whatever the air quality has been.")
+    assert doc.sections[1].text.startswith("Cleaning")
+    # Not a page that ends a sentence, nor one whose next page opens with a heading.
+    doc = load_bytes(make_pdf(["\n".join(first[:2]) + "\nsmokers.", "\n".join(second)]), "file:///m.pdf", "m.pdf")
+    assert doc.sections[1].text.startswith("life, whatever")
+    ja = ["フィルターはペットのいる家庭では十二か月ごとに、それ以外の家庭では十八か月ごと",
+          "に交換してください。表示ランプは、フィルターの使用時間が定格の寿命を超えると赤く"]
+    doc = load_bytes(make_pdf(["\n".join(ja), "点灯します。\nお手入れ\n乾いた布で拭いてください。"], japanese=True),
+                     "file:///m.pdf", "m.pdf")
+    assert doc.sections[0].text.endswith("定格の寿命を超えると赤く点灯します。")
+    assert doc.sections[1].text.startswith("お手入れ")

@@ -141,8 +141,8 @@ def _load_pdf(data: bytes, name: str, max_pages: int) -> tuple[str | None, list[
     for i, text in zip(unmapped, _pdfminer_pages(data, unmapped) or [], strict=False):  # none, or one a page
         pages[i] = text or pages[i]
     dropped = _running_lines(pages)
-    sections = [Section(text=unwrap_lines(_as_typeset(text, drop)), page=i)
-                for i, (text, drop) in enumerate(zip(pages, dropped, strict=True), 1)]
+    typeset = _carried_over([_as_typeset(text, drop) for text, drop in zip(pages, dropped, strict=True)])
+    sections = [Section(text=unwrap_lines(text), page=i) for i, text in enumerate(typeset, 1)]
     if not any(s.text.strip() for s in sections):
         raise DocumentError(
             f"PDF has {n_pages} page(s) but no text layer (scanned images?); run OCR on it first"
@@ -309,6 +309,42 @@ def _as_typeset(text: str, dropped: set[int]) -> str:
 
 
 _ZERO_WIDTH = re.compile(r"[\u200b\u2060\ufeff]|[\u200c\u200d](?=[\x00-\x7f]|$)|(?<=[\x00-\x7f])[\u200c\u200d]")
+
+
+# Where a sentence a page break cut ends on the next page: a Japanese full stop, or a Latin one before a space.
+_SENTENCE_END = re.compile(r"[。．！？]|[.!?](?=\s|$)")
+_NUMBERED_HEADING = re.compile(r"^\d+(\.\d+)*\.?\s")
+CARRIED_MAX_CHARS = 400
+
+
+def _carried_over(pages: list[str]) -> list[str]:
+    """A sentence a page break cuts ends on the page it starts on, where a reader starts reading it and a citation
+    sends them: "…TEXMFHOME（デフォルトでは $HOME/texmf または%USERPROFILE%\\texmf）はユーザごとの…" opened page 20 as
+    "ステム全体に適用したい…", a fragment quoted as an answer. Only when the page's last line was full and ends no
+    sentence, and the next page goes on with no heading (a numbered one, or a capital after a full line) and ends the
+    sentence within a few lines."""
+    pages = list(pages)
+    for p in range(len(pages) - 1):
+        lines = pages[p].split("\n")
+        lengths = sorted(len(line) for line in lines if line.strip())
+        if len(lengths) < 2 or not pages[p + 1].strip():
+            continue
+        # A header left on the page (a chapter's name, on its pages only) opens both pages: the sentence goes on
+        # under it.
+        top, _, rest = pages[p + 1].partition("\n")
+        header = f"{top}\n" if rest and top == lines[0] else ""
+        head = pages[p + 1][len(header) :]
+        last = lines[-1].rstrip()
+        full = lengths[int(0.9 * (len(lengths) - 1))]
+        if len(last) < 0.7 * full or last.endswith(_TERMINAL) or _LEADER_END.search(last) \
+                or _NUMBERED_HEADING.match(head) or (head[:1].isupper() and not _is_cjk(last[-1])):
+            continue
+        end = _SENTENCE_END.search(head, 0, CARRIED_MAX_CHARS)
+        if end is None or "\n\n" in head[: end.end()]:
+            continue
+        pages[p] = f"{pages[p]}\n{head[: end.end()]}"
+        pages[p + 1] = header + head[end.end() :].lstrip()
+    return pages
 
 
 _TERMINAL = tuple("。．！？.!?:：」』）)")
