@@ -319,10 +319,10 @@ CARRIED_MAX_CHARS = 400
 
 def _carried_over(pages: list[str]) -> list[str]:
     """A sentence a page break cuts ends on the page it starts on, where a reader starts reading it and a citation
-    sends them: "…TEXMFHOME（デフォルトでは $HOME/texmf または%USERPROFILE%\\texmf）はユーザごとの…" opened page 20 as
-    "ステム全体に適用したい…", a fragment quoted as an answer. Only when the page's last line was full and ends no
-    sentence, and the next page goes on with no heading (a numbered one, or a capital after a full line) and ends the
-    sentence within a few lines."""
+    sends them: TeX Live's guide ended a page with "…すべてのプログラムが確実に検索パス中で", and the next opened
+    with the fragment "TEX Live のバイナリを見つけられるようにします．". Only when the page's last line was full and
+    ends no sentence, and the next page goes on with no heading (a numbered one, or a capital after a full line) and
+    ends the sentence within a few lines."""
     pages = list(pages)
     for p in range(len(pages) - 1):
         lines = pages[p].split("\n")
