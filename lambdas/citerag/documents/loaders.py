@@ -326,8 +326,8 @@ def _carried_over(pages: list[str]) -> list[str]:
     pages = list(pages)
     for p in range(len(pages) - 1):
         lines = pages[p].split("\n")
-        lengths = sorted(len(line) for line in lines if line.strip())
-        if len(lengths) < 2 or not pages[p + 1].strip():
+        full = _full_line(lines)
+        if full is None or not pages[p + 1].strip():
             continue
         # A header left on the page (a chapter's name, on its pages only) opens both pages: the sentence goes on
         # under it.
@@ -335,7 +335,6 @@ def _carried_over(pages: list[str]) -> list[str]:
         header = f"{top}\n" if rest and top == lines[0] else ""
         head = pages[p + 1][len(header) :]
         last = lines[-1].rstrip()
-        full = lengths[int(0.9 * (len(lengths) - 1))]
         if len(last) < 0.7 * full or last.endswith(_TERMINAL) or _LEADER_END.search(last) \
                 or _NUMBERED_HEADING.match(head) or (head[:1].isupper() and not _is_cjk(last[-1])):
             continue
@@ -362,10 +361,9 @@ def unwrap_lines(text: str) -> str:
     to reach answers).
     """
     lines = text.split("\n")
-    lengths = sorted(len(line) for line in lines if line.strip())
-    if len(lengths) < 2:
+    full = _full_line(lines)
+    if full is None:
         return text
-    full = lengths[int(0.9 * (len(lengths) - 1))]
     out: list[str] = []
     # The line above as the page printed it: whether it was full decides, not what it was joined into, and its end
     # is the joined line's (read there, a page of one long paragraph is not read again at every line).
@@ -383,6 +381,13 @@ def unwrap_lines(text: str) -> str:
             out.append(line)
         last = line
     return "\n".join(out)
+
+
+def _full_line(lines: list[str]) -> int | None:
+    """How long a full line of the page is (its long lines' length, a few longer ones aside); None for a page of
+    fewer than two lines."""
+    lengths = sorted(len(line) for line in lines if line.strip())
+    return lengths[int(0.9 * (len(lengths) - 1))] if len(lengths) >= 2 else None
 
 
 _LEADER_END = re.compile(r" …(?: \d+| [ivxlc]+)?$", re.I)  # a contents entry, as _as_typeset writes it, is whole
