@@ -112,6 +112,56 @@ def make_cid_pdf(runs: list[tuple[float, float, list[int]]], *, in_form: bool = 
     return out
 
 
+def make_spaceless_font_pdf(lines: list[list[str | int]], *, gap: int = -222, fixed_pitch: bool = False) -> bytes:
+    """A page set as XeTeX and LuaTeX set one: a composite font (Identity-H, with a ToUnicode map) with no glyph for
+    the space, so each line is a TJ array of its words with the pen moved `gap` thousandths of an em between them
+    (-222: LaTeX's word space shrunk to its least, a tight line), or by the number a line gives between two words.
+    Glyph numbers start at 30, so glyph 32 is a letter (600 wide, the others 500) whose width pypdf took for the
+    space's."""
+    chars = sorted({ch for line in lines for word in line if isinstance(word, str) for ch in word})
+    cid = {ch: 30 + i for i, ch in enumerate(chars)}
+
+    def shown(line: list[str | int]) -> str:
+        out: list[str] = []
+        for item in line:
+            if isinstance(item, str) and out and out[-1].startswith("<"):
+                out.append(str(gap))
+            out.append(str(item) if isinstance(item, int) else "<" + "".join(f"{cid[ch]:04X}" for ch in item) + ">")
+        return " ".join(out)
+
+    text = "".join(f"BT /F1 10 Tf 72 {760 - 14 * n} Td [{shown(line)}] TJ ET\n" for n, line in enumerate(lines))
+    cmap = ("/CIDInit /ProcSet findresource begin 12 dict begin begincmap /CMapName /Test-UCS def /CMapType 2 def\n"
+            "1 begincodespacerange <0000> <FFFF> endcodespacerange\n"
+            f"{len(chars)} beginbfchar\n"
+            + "".join(f"<{cid[ch]:04X}> <{ord(ch):04X}>\n" for ch in chars)
+            + "endbfchar endcmap CMapName currentdict /CMap defineresource pop end end\n")
+    widths = " ".join("600" if cid[ch] == 32 else "500" for ch in chars)
+    objects = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Resources << /Font << /F1 5 0 R >> >> "
+        "/Contents 4 0 R >>",
+        f"<< /Length {len(text)} >>\nstream\n{text}endstream",
+        "<< /Type /Font /Subtype /Type0 /BaseFont /ABCDEF+LMRoman10-Regular-Identity-H /Encoding /Identity-H "
+        "/DescendantFonts [6 0 R] /ToUnicode 8 0 R >>",
+        "<< /Type /Font /Subtype /CIDFontType2 /BaseFont /ABCDEF+LMRoman10-Regular /FontDescriptor 7 0 R "
+        f"/CIDSystemInfo << /Registry (Adobe) /Ordering (Identity) /Supplement 0 >> /DW 280 /W [30 [{widths}]] >>",
+        f"<< /Type /FontDescriptor /FontName /ABCDEF+LMRoman10-Regular /Flags {7 if fixed_pitch else 6} "
+        "/FontBBox [-430 -290 1417 1127] /ItalicAngle 0 /Ascent 1127 /Descent -290 /CapHeight 683 /StemV 93 >>",
+        f"<< /Length {len(cmap)} >>\nstream\n{cmap}endstream",
+    ]
+    out = b"%PDF-1.4\n"
+    offsets = []
+    for n, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += f"{n} 0 obj\n{body}\nendobj\n".encode()
+    xref = len(out)
+    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
+    out += "".join(f"{o:010d} 00000 n \n" for o in offsets).encode()
+    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    return out
+
+
 def make_image_only_pdf(n_pages: int = 2) -> bytes:
     from reportlab.pdfgen import canvas
 

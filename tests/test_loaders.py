@@ -9,7 +9,14 @@ from hypothesis import strategies as st
 from citerag.documents.loaders import _as_typeset, load_bytes, load_path, unwrap_lines
 from citerag.errors import DocumentError
 
-from conftest import SAMPLES, make_cid_pdf, make_encrypted_pdf, make_image_only_pdf, make_pdf
+from conftest import (
+    SAMPLES,
+    make_cid_pdf,
+    make_encrypted_pdf,
+    make_image_only_pdf,
+    make_pdf,
+    make_spaceless_font_pdf,
+)
 
 
 def test_pdf_pages_are_one_based_and_carry_the_title():
@@ -401,3 +408,20 @@ def test_a_sentence_a_page_break_cuts_ends_on_the_page_it_starts_on():
                      "file:///m.pdf", "m.pdf")
     assert doc.sections[0].text.endswith("定格の寿命を超えると赤く点灯します。")
     assert doc.sections[1].text.startswith("お手入れ")
+
+
+def test_words_set_apart_only_by_the_pen_are_read_with_spaces():
+    # The Debian Edu manual (XeTeX, Latin Modern as Identity-H fonts with no space glyph): pypdf took glyph 32's
+    # width for the space's and read a tight line as "Thiswillleavethecontentfrom/skole/tjener/home0/user…".
+    words = ["This", "will", "leave", "the", "content", "from", "/skole/tjener/home0/user", "for", "<date>."]
+    kerned = ["By", "default", "Icinga", "does", "not", "send", "em", -49, "ail."]  # a kern is no word space
+    doc = load_bytes(make_spaceless_font_pdf([words, kerned]), "file:///m.pdf", "m.pdf")
+    assert doc.sections[0].text.split("\n") == [
+        "This will leave the content from /skole/tjener/home0/user for <date>.",
+        "By default Icinga does not send email."]
+    # A monospaced font's glyph 32 is as wide as its space: code keeps its reading ("debian -edu" with the gap a
+    # proportional font's space would take).
+    code = ["sudo", "dd", "if=debian", -150, "-edu-amd64.iso"]
+    doc = load_bytes(make_spaceless_font_pdf([code], gap=-525, fixed_pitch=True), "file:///m.pdf", "m.pdf")
+    assert doc.sections[0].text == "sudo dd if=debian-edu-amd64.iso"
+

@@ -131,7 +131,9 @@ def _load_pdf(data: bytes, name: str, max_pages: int) -> tuple[str | None, list[
         raise DocumentError(f"PDF has {n_pages:,} pages; the limit is {max_pages:,}")
     pages: list[str] = []
     unmapped: list[int] = []  # 0-based pages whose text is in a CJK font without a ToUnicode map
+    spaced: set[int] = set()  # fonts _space_by_gaps has seen: most are shared by every page
     for i, page in enumerate(reader.pages, start=1):
+        _space_by_gaps(page, spaced)
         try:
             pages.append(_tidy(page.extract_text() or ""))
         except Exception as exc:
@@ -195,6 +197,51 @@ def _is_unmapped_cjk(font: Any) -> bool:
         return False  # a predefined CMap (UniJIS-UCS2-H, …) pypdf reads itself
     info = font["/DescendantFonts"][0].get_object()["/CIDSystemInfo"]
     return str(info.get("/Registry")) == "Adobe" and str(info.get("/Ordering")) in _CJK_COLLECTIONS
+
+
+def _space_by_gaps(page: Any, seen: set[int]) -> None:
+    """Let pypdf find the spaces of a composite font that has no glyph for one, as XeTeX and LuaTeX embed theirs:
+    words are set apart only by moving the pen, and pypdf takes the width of glyph 32 (any letter) for the space's,
+    so the gaps of a tightly set line read as none ("Thiswillleavethecontentfrom", 2.2 pt gaps against a 2.4 pt
+    threshold; py-pdf/pypdf#3978). With glyph 32 given no width, pypdf falls back on its default space width (200
+    thousandths of an em) and reads a gap of half of that as a space: a word space is over twice as wide, a kern at
+    most half. Only the reader's copy changes, in memory.
+    pdfminer.six measures the gaps too, but reads a justified line's words as boxes apart, and the lines of two
+    columns as one."""
+    from pypdf.generic import ArrayObject, NumberObject
+
+    try:
+        for font in _fonts(page.get("/Resources"), depth=0):
+            key = font.indirect_reference.idnum if font.indirect_reference else id(font)
+            if key in seen:
+                continue
+            seen.add(key)
+            if _is_spaceless(font):
+                descendant = font["/DescendantFonts"][0].get_object()
+                widths = descendant.get("/W")
+                if widths is None:
+                    continue  # every glyph has the default width: pypdf finds no width for glyph 32 either
+                widths = widths.get_object()
+                # A later entry overrides an earlier one (pypdf reads /W in order).
+                widths.extend([NumberObject(32), ArrayObject([NumberObject(0)])])
+    except Exception:  # a damaged font dictionary: pypdf's reading stands
+        return
+
+
+def _is_spaceless(font: Any) -> bool:
+    if font.get("/Subtype") != "/Type0" or "/ToUnicode" not in font \
+            or str(font.get("/Encoding")) not in ("/Identity-H", "/Identity-V"):
+        return False
+    descriptor = _entry(font["/DescendantFonts"][0].get_object(), "/FontDescriptor")
+    if int(descriptor.get("/Flags", 0)) & 1:
+        # Fixed pitch: glyph 32 is as wide as a space, as every glyph is, and pypdf's reading is right. Code is set
+        # in such a font, with gaps around "-" and "/" a tenth of an em would take for spaces ("debian -edu").
+        return False
+    from pdfminer.cmapdb import CMapParser, FileUnicodeMap
+
+    unicode_map = FileUnicodeMap()
+    CMapParser(unicode_map, io.BytesIO(font["/ToUnicode"].get_object().get_data())).run()
+    return " " not in unicode_map.cid2unichr.values()
 
 
 def _pdfminer_pages(data: bytes, numbers: list[int]) -> list[str] | None:
