@@ -425,3 +425,13 @@ def test_words_set_apart_only_by_the_pen_are_read_with_spaces():
     doc = load_bytes(make_spaceless_font_pdf([code], gap=-525, fixed_pitch=True), "file:///m.pdf", "m.pdf")
     assert doc.sections[0].text == "sudo dd if=debian-edu-amd64.iso"
 
+
+def test_a_japanese_line_is_full_at_half_the_characters_of_an_english_one():
+    # The Japanese Debian Edu manual leaves paragraphs in English; a Japanese line is full at half the characters
+    # of an English one, and was read as a short line that ends a paragraph ("…必要があります。インストー" / "ル時に…").
+    english = "The PXE installation uses the preseeding file debian-edu-install.dat, which can be changed as needed"
+    ja = ["PXE を経由したインストールでプロキシを変更あるいは無効化するには、次のファイルを編集します。インストー",
+          "ル時にプロキシの利用を無効化するには最初の 2 行の冒頭に「#」を付加します。"]
+    doc = load_bytes(make_pdf(["\n".join([english] * 8 + ja)], japanese=True), "file:///m.pdf", "m.pdf")
+    assert doc.sections[0].text.endswith("次のファイルを編集します。インストール時にプロキシの利用を無効化するには"
+                                         "最初の 2 行の冒頭に「#」を付加します。")

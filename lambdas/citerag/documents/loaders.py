@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import logging
 import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
@@ -382,7 +383,7 @@ def _carried_over(pages: list[str]) -> list[str]:
         header = f"{top}\n" if rest and top == lines[0] else ""
         head = pages[p + 1][len(header) :]
         last = lines[-1].rstrip()
-        if len(last) < 0.7 * full or last.endswith(_TERMINAL) or _LEADER_END.search(last) \
+        if _width(last) < 0.7 * full or last.endswith(_TERMINAL) or _LEADER_END.search(last) \
                 or _NUMBERED_HEADING.match(head) or (head[:1].isupper() and not _is_cjk(last[-1])):
             continue
         end = _SENTENCE_END.search(head, 0, CARRIED_MAX_CHARS)
@@ -420,7 +421,7 @@ def unwrap_lines(text: str) -> str:
         if out and out[-1] and line and _HYPHENATED.search(prev) and line.lstrip()[:1].islower():
             # A word hyphenated at the line's end ("manip-" / "ulation"): one word again, whatever the line length.
             out[-1] = out[-1].rstrip()[:-1] + line.lstrip()
-        elif out and out[-1] and line and (len(last) >= 0.7 * full or _BROKEN_AT_HYPHEN.search(prev)) \
+        elif out and out[-1] and line and (_width(last) >= 0.7 * full or _BROKEN_AT_HYPHEN.search(prev)) \
                 and not prev.endswith(_TERMINAL) and not _LEADER_END.search(prev):
             joiner = "" if (_is_cjk(prev[-1]) or _is_cjk(line[0]) or prev.endswith("-")) else " "
             out[-1] = out[-1].rstrip() + joiner + line.lstrip()
@@ -433,8 +434,14 @@ def unwrap_lines(text: str) -> str:
 def _full_line(lines: list[str]) -> int | None:
     """How long a full line of the page is (its long lines' length, a few longer ones aside); None for a page of
     fewer than two lines."""
-    lengths = sorted(len(line) for line in lines if line.strip())
+    lengths = sorted(_width(line) for line in lines if line.strip())
     return lengths[int(0.9 * (len(lengths) - 1))] if len(lengths) >= 2 else None
+
+
+def _width(line: str) -> int:
+    """A line's length as printed: a Japanese or Chinese character takes the room of two Latin ones, so on a page
+    of both a full line of either is full ("…必要があります。インストー" was read as short beside English lines)."""
+    return len(line) + sum(1 for ch in line if unicodedata.east_asian_width(ch) in "WF")
 
 
 _LEADER_END = re.compile(r" …(?: \d+| [ivxlc]+)?$", re.I)  # a contents entry, as _as_typeset writes it, is whole
