@@ -435,3 +435,15 @@ def test_a_japanese_line_is_full_at_half_the_characters_of_an_english_one():
     doc = load_bytes(make_pdf(["\n".join([english] * 8 + ja)], japanese=True), "file:///m.pdf", "m.pdf")
     assert doc.sections[0].text.endswith("次のファイルを編集します。インストール時にプロキシの利用を無効化するには"
                                          "最初の 2 行の冒頭に「#」を付加します。")
+
+
+def test_a_chapters_contents_entry_keeps_its_line():
+    # A chapter's entry has no leader, only its page: as wide as a full line, it ran into the next entry ("6
+    # インストールとダウンロードの選択肢 8 6.1 追加情報のありか … 8").
+    page = "\n".join(["目次", "6 インストールとダウンロードの選択肢 8", "6.1 追加情報のありか … 8",
+                      "6.2 Debian Edu 12 コード名 bookworm のインストールメディアのダウンロード … 8",
+                      "7 はじめの一歩 51", "7.1 開始するための最小限のステップ … 51"])
+    assert unwrap_lines(page) == page
+    # Prose that wraps after a number still joins.
+    assert unwrap_lines("The main server needs a disk of at least 60 GiB and 16 GiB of memory, or 20\nmore.") \
+        == "The main server needs a disk of at least 60 GiB and 16 GiB of memory, or 20 more."

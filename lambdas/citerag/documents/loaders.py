@@ -422,7 +422,8 @@ def unwrap_lines(text: str) -> str:
             # A word hyphenated at the line's end ("manip-" / "ulation"): one word again, whatever the line length.
             out[-1] = out[-1].rstrip()[:-1] + line.lstrip()
         elif out and out[-1] and line and (_width(last) >= 0.7 * full or _BROKEN_AT_HYPHEN.search(prev)) \
-                and not prev.endswith(_TERMINAL) and not _LEADER_END.search(prev):
+                and not prev.endswith(_TERMINAL) and not _LEADER_END.search(prev) \
+                and not (_PAGE_END.search(prev) and _NUMBERED_HEADING.match(line)):
             joiner = "" if (_is_cjk(prev[-1]) or _is_cjk(line[0]) or prev.endswith("-")) else " "
             out[-1] = out[-1].rstrip() + joiner + line.lstrip()
         else:
@@ -445,6 +446,9 @@ def _width(line: str) -> int:
 
 
 _LEADER_END = re.compile(r" …(?: \d+| [ivxlc]+)?$", re.I)  # a contents entry, as _as_typeset writes it, is whole
+# A chapter's contents entry has no leader: its page number, then the next entry's number ("1 はじめに 5" /
+# "1.1 背景 … 5"). Two Japanese entries are as wide as a full line.
+_PAGE_END = re.compile(r"\s\d+$")
 
 
 def _is_cjk(ch: str) -> bool:
