@@ -40,6 +40,11 @@ documents nobody here wrote, at what `citerag bench-answers` measures.
     apt-get download texlive-lang-japanese && dpkg -x texlive-lang-japanese_*.deb x
     citerag ingest x/usr/share/doc/texlive-doc/texlive/texlive-ja/texlive-ja.pdf --index /tmp/tl.sqlite
     python scripts/tour.py /tmp/tl.sqlite scripts/tours/texlive-ja.tsv
+
+    # fancyhdr's manual, a PDF from pdfTeX, for scripts/tours/fancyhdr-en.tsv
+    apt-get download texlive-latex-base-doc && dpkg -x texlive-latex-base-doc_*.deb x
+    citerag ingest x/usr/share/doc/texlive-doc/latex/fancyhdr/fancyhdr.pdf --index /tmp/fh.sqlite
+    python scripts/tour.py /tmp/fh.sqlite scripts/tours/fancyhdr-en.tsv
 """
 
 from __future__ import annotations

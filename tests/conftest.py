@@ -112,21 +112,27 @@ def make_cid_pdf(runs: list[tuple[float, float, list[int]]], *, in_form: bool = 
     return out
 
 
-def make_spaceless_font_pdf(lines: list[list[str | int]], *, gap: int = -222, fixed_pitch: bool = False) -> bytes:
-    """A page set as XeTeX and LuaTeX set one: a composite font (Identity-H, with a ToUnicode map) with no glyph for
-    the space, so each line is a TJ array of its words with the pen moved `gap` thousandths of an em between them
-    (-222: LaTeX's word space shrunk to its least, a tight line), or by the number a line gives between two words.
-    Glyph numbers start at 30, so glyph 32 is a letter (600 wide, the others 500) whose width pypdf took for the
-    space's."""
+def make_spaceless_font_pdf(lines: list[list[str | int]], *, gap: int = -222, fixed_pitch: bool = False,
+                            simple: bool = False) -> bytes:
+    """A page set as TeX sets one, in a font with no glyph for the space: each line is a TJ array of its words with
+    the pen moved `gap` thousandths of an em between them (-222: LaTeX's word space shrunk to its least, a tight
+    line), or by the number a line gives between two words. The font is composite (Identity-H with a ToUnicode map,
+    as XeTeX and LuaTeX embed theirs; glyph numbers start at 30, so glyph 32 is a letter, 600 wide) or, `simple`, a
+    Type 1 subset whose CharSet has no space and whose code 32 is 513 wide (the visible-space sign of pdfTeX's
+    T1-encoded fonts). Other glyphs are 500 wide."""
     chars = sorted({ch for line in lines for word in line if isinstance(word, str) for ch in word})
-    cid = {ch: 30 + i for i, ch in enumerate(chars)}
+    cid = {ch: ord(ch) if simple else 30 + i for i, ch in enumerate(chars)}
+
+    def glyphs(word: str) -> str:
+        return "(" + word.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)") + ")" if simple \
+            else "<" + "".join(f"{cid[ch]:04X}" for ch in word) + ">"
 
     def shown(line: list[str | int]) -> str:
         out: list[str] = []
         for item in line:
-            if isinstance(item, str) and out and out[-1].startswith("<"):
+            if isinstance(item, str) and out and not out[-1].lstrip("-").isdigit():
                 out.append(str(gap))
-            out.append(str(item) if isinstance(item, int) else "<" + "".join(f"{cid[ch]:04X}" for ch in item) + ">")
+            out.append(str(item) if isinstance(item, int) else glyphs(item))
         return " ".join(out)
 
     text = "".join(f"BT /F1 10 Tf 72 {760 - 14 * n} Td [{shown(line)}] TJ ET\n" for n, line in enumerate(lines))
@@ -136,6 +142,20 @@ def make_spaceless_font_pdf(lines: list[list[str | int]], *, gap: int = -222, fi
             + "".join(f"<{cid[ch]:04X}> <{ord(ch):04X}>\n" for ch in chars)
             + "endbfchar endcmap CMapName currentdict /CMap defineresource pop end end\n")
     widths = " ".join("600" if cid[ch] == 32 else "500" for ch in chars)
+    flags = 7 if fixed_pitch else 6
+    if simple:
+        return _pdf_objects([
+            "<< /Type /Catalog /Pages 2 0 R >>",
+            "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Resources << /Font << /F1 5 0 R >> >> "
+            "/Contents 4 0 R >>",
+            f"<< /Length {len(text)} >>\nstream\n{text}endstream",
+            "<< /Type /Font /Subtype /Type1 /BaseFont /ABCDEF+SFRM1000 /FirstChar 32 /LastChar 126 "
+            f"/Widths [513 {' '.join(['500'] * 94)}] /FontDescriptor 6 0 R >>",
+            f"<< /Type /FontDescriptor /FontName /ABCDEF+SFRM1000 /Flags {flags} /FontBBox [-207 -320 1539 917] "
+            "/ItalicAngle 0 /Ascent 694 /Descent -194 /CapHeight 683 /StemV 93 "
+            f"/CharSet ({''.join('/' + ch for ch in chars if ch.isalpha())}/period/slash) >>",
+        ])
     objects = [
         "<< /Type /Catalog /Pages 2 0 R >>",
         "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
@@ -146,10 +166,14 @@ def make_spaceless_font_pdf(lines: list[list[str | int]], *, gap: int = -222, fi
         "/DescendantFonts [6 0 R] /ToUnicode 8 0 R >>",
         "<< /Type /Font /Subtype /CIDFontType2 /BaseFont /ABCDEF+LMRoman10-Regular /FontDescriptor 7 0 R "
         f"/CIDSystemInfo << /Registry (Adobe) /Ordering (Identity) /Supplement 0 >> /DW 280 /W [30 [{widths}]] >>",
-        f"<< /Type /FontDescriptor /FontName /ABCDEF+LMRoman10-Regular /Flags {7 if fixed_pitch else 6} "
+        f"<< /Type /FontDescriptor /FontName /ABCDEF+LMRoman10-Regular /Flags {flags} "
         "/FontBBox [-430 -290 1417 1127] /ItalicAngle 0 /Ascent 1127 /Descent -290 /CapHeight 683 /StemV 93 >>",
         f"<< /Length {len(cmap)} >>\nstream\n{cmap}endstream",
     ]
+    return _pdf_objects(objects)
+
+
+def _pdf_objects(objects: list[str]) -> bytes:
     out = b"%PDF-1.4\n"
     offsets = []
     for n, body in enumerate(objects, 1):

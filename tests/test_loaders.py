@@ -410,20 +410,23 @@ def test_a_sentence_a_page_break_cuts_ends_on_the_page_it_starts_on():
     assert doc.sections[1].text.startswith("お手入れ")
 
 
-def test_words_set_apart_only_by_the_pen_are_read_with_spaces():
-    # The Debian Edu manual (XeTeX, Latin Modern as Identity-H fonts with no space glyph): pypdf took glyph 32's
-    # width for the space's and read a tight line as "Thiswillleavethecontentfrom/skole/tjener/home0/user…".
+@pytest.mark.parametrize("simple", [False, True])
+def test_words_set_apart_only_by_the_pen_are_read_with_spaces(simple):
+    # TeX embeds fonts with no space glyph, and pypdf took code 32's glyph for the space: the Debian Edu manual
+    # (XeTeX, composite Latin Modern fonts) read as "Thiswillleavethecontentfrom/skole/tjener/home0/user…", and
+    # pdfTeX's T1-encoded fonts (code 32 is the visible-space sign) as "customizethepagelayout" (fancyhdr's manual).
     words = ["This", "will", "leave", "the", "content", "from", "/skole/tjener/home0/user", "for", "<date>."]
-    kerned = ["By", "default", "Icinga", "does", "not", "send", "em", -49, "ail."]  # a kern is no word space
-    doc = load_bytes(make_spaceless_font_pdf([words, kerned]), "file:///m.pdf", "m.pdf")
+    kerned = ["By", "default", "Icinga", "does", "not", "send", "em", -49, "ail", "to", "the", "admin", -100, "."]
+    thin = ["The", "filter", "holds", "10", -167, "g", "of", "carbon."]  # a thin space reads as one
+    doc = load_bytes(make_spaceless_font_pdf([words, kerned, thin], simple=simple), "file:///m.pdf", "m.pdf")
     assert doc.sections[0].text.split("\n") == [
         "This will leave the content from /skole/tjener/home0/user for <date>.",
-        "By default Icinga does not send email."]
-    # A monospaced font's glyph 32 is as wide as its space: code keeps its reading ("debian -edu" with the gap a
+        "By default Icinga does not send email to the admin.", "The filter holds 10 g of carbon."]
+    # A monospaced font's code 32 is as wide as its space: code keeps its reading ("debian -edu" with the gap a
     # proportional font's space would take).
     code = ["sudo", "dd", "if=debian", -150, "-edu-amd64.iso"]
-    doc = load_bytes(make_spaceless_font_pdf([code], gap=-525, fixed_pitch=True), "file:///m.pdf", "m.pdf")
-    assert doc.sections[0].text == "sudo dd if=debian-edu-amd64.iso"
+    pdf = make_spaceless_font_pdf([code], gap=-525, fixed_pitch=True, simple=simple)
+    assert load_bytes(pdf, "file:///m.pdf", "m.pdf").sections[0].text == "sudo dd if=debian-edu-amd64.iso"
 
 
 def test_a_japanese_line_is_full_at_half_the_characters_of_an_english_one():

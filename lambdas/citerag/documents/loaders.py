@@ -136,7 +136,7 @@ def _load_pdf(data: bytes, name: str, max_pages: int) -> tuple[str | None, list[
     for i, page in enumerate(reader.pages, start=1):
         _space_by_gaps(page, spaced)
         try:
-            pages.append(_tidy(page.extract_text() or ""))
+            pages.append(_tidy(page.extract_text(space_width=SPACE_WIDTH) or ""))
         except Exception as exc:
             raise DocumentError(f"PDF page {i} is corrupt ({type(exc).__name__})") from None
         if _unmapped_cjk_font(page):
@@ -200,49 +200,88 @@ def _is_unmapped_cjk(font: Any) -> bool:
     return str(info.get("/Registry")) == "Adobe" and str(info.get("/Ordering")) in _CJK_COLLECTIONS
 
 
+# pypdf's space width (thousandths of an em) for a font it finds none in, and half of it the least gap it reads as
+# a space: a word space in TeX shrinks to 222, a thin space is 167, an italic correction or a kern stays under 100.
+SPACE_WIDTH = 300.0
+
+
 def _space_by_gaps(page: Any, seen: set[int]) -> None:
-    """Let pypdf find the spaces of a composite font that has no glyph for one, as XeTeX and LuaTeX embed theirs:
-    words are set apart only by moving the pen, and pypdf takes the width of glyph 32 (any letter) for the space's,
-    so the gaps of a tightly set line read as none ("Thiswillleavethecontentfrom", 2.2 pt gaps against a 2.4 pt
-    threshold; py-pdf/pypdf#3978). With glyph 32 given no width, pypdf falls back on its default space width (200
-    thousandths of an em) and reads a gap of half of that as a space: a word space is over twice as wide, a kern at
-    most half. Only the reader's copy changes, in memory.
-    pdfminer.six measures the gaps too, but reads a justified line's words as boxes apart, and the lines of two
-    columns as one."""
+    """Let pypdf find the spaces of a font that has no glyph for one, as TeX embeds its fonts: words are set apart
+    only by moving the pen, and pypdf takes the width of the glyph at code 32 (a letter in XeTeX's and LuaTeX's
+    composite fonts, the visible-space sign "␣" in pdfTeX's T1-encoded ones) for the space's, so the gaps of a
+    tightly set line read as none ("Thiswillleavethecontentfrom", 2.2 pt gaps against a 2.4 pt threshold;
+    py-pdf/pypdf#3978). With that glyph given no width, pypdf falls back on the space width it is given
+    (SPACE_WIDTH). Only the reader's copy changes, in memory. pdfminer.six measures the gaps too, but reads a
+    justified line's words as boxes apart, and the lines of two columns as one."""
     from pypdf.generic import ArrayObject, NumberObject
 
-    try:
-        for font in _fonts(page.get("/Resources"), depth=0):
-            key = font.indirect_reference.idnum if font.indirect_reference else id(font)
-            if key in seen:
-                continue
-            seen.add(key)
-            if _is_spaceless(font):
-                descendant = font["/DescendantFonts"][0].get_object()
-                widths = descendant.get("/W")
-                if widths is None:
-                    continue  # every glyph has the default width: pypdf finds no width for glyph 32 either
-                widths = widths.get_object()
-                # A later entry overrides an earlier one (pypdf reads /W in order).
-                widths.extend([NumberObject(32), ArrayObject([NumberObject(0)])])
-    except Exception:  # a damaged font dictionary: pypdf's reading stands
-        return
+    for font in _fonts(page.get("/Resources"), depth=0):
+        key = font.indirect_reference.idnum if font.indirect_reference else id(font)
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            if font.get("/Subtype") == "/Type0":
+                widths = _entry(font["/DescendantFonts"][0].get_object(), "/W")
+                if widths and _composite_without_space(font):
+                    # A later entry overrides an earlier one (pypdf reads /W in order). No /W: every glyph has the
+                    # default width, and pypdf finds none for glyph 32 either.
+                    widths.extend([NumberObject(32), ArrayObject([NumberObject(0)])])
+            elif _simple_without_space(font):
+                font["/Widths"].get_object()[32 - int(font["/FirstChar"])] = NumberObject(0)
+        except Exception:  # a damaged font dictionary: pypdf's reading stands
+            continue
 
 
-def _is_spaceless(font: Any) -> bool:
-    if font.get("/Subtype") != "/Type0" or "/ToUnicode" not in font \
-            or str(font.get("/Encoding")) not in ("/Identity-H", "/Identity-V"):
+def _composite_without_space(font: Any) -> bool:
+    if "/ToUnicode" not in font or str(font.get("/Encoding")) not in ("/Identity-H", "/Identity-V"):
         return False
-    descriptor = _entry(font["/DescendantFonts"][0].get_object(), "/FontDescriptor")
-    if int(descriptor.get("/Flags", 0)) & 1:
-        # Fixed pitch: glyph 32 is as wide as a space, as every glyph is, and pypdf's reading is right. Code is set
-        # in such a font, with gaps around "-" and "/" a tenth of an em would take for spaces ("debian -edu").
+    descendant = font["/DescendantFonts"][0].get_object()
+    if _fixed_pitch(_entry(descendant, "/FontDescriptor"), _cid_widths(_entry(descendant, "/W"))):
         return False
     from pdfminer.cmapdb import CMapParser, FileUnicodeMap
 
     unicode_map = FileUnicodeMap()
     CMapParser(unicode_map, io.BytesIO(font["/ToUnicode"].get_object().get_data())).run()
     return " " not in unicode_map.cid2unichr.values()
+
+
+def _cid_widths(w: Any) -> list[Any]:
+    """The widths a composite font's /W gives: "c [w1 w2 …]" or "c_first c_last w"."""
+    out: list[Any] = []
+    items = [item.get_object() for item in w]
+    i = 0
+    while i + 1 < len(items):
+        if isinstance(items[i + 1], list):
+            out += items[i + 1]
+            i += 2
+        else:
+            out += items[i + 2 : i + 3]
+            i += 3
+    return out
+
+
+def _simple_without_space(font: Any) -> bool:
+    """A Type 1 subset whose glyphs (its descriptor's CharSet, as pdfTeX and dvips write it) hold no space, with a
+    width given for code 32."""
+    descriptor = _entry(font, "/FontDescriptor")
+    charset = str(descriptor.get("/CharSet", ""))
+    widths = _entry(font, "/Widths")
+    first = int(font.get("/FirstChar", 256))
+    return bool(charset) and not _SPACE_GLYPH.search(charset) and first <= 32 < first + len(widths) \
+        and not _fixed_pitch(descriptor, widths)
+
+
+_SPACE_GLYPH = re.compile(r"/space(?![\w.])")
+
+
+def _fixed_pitch(descriptor: Any, widths: Any) -> bool:
+    """Fixed pitch: code 32's glyph is as wide as a space, as every glyph is, and pypdf's reading is right. Code is
+    set in such fonts, with gaps around "-" and "/" a tenth of an em would take for spaces ("debian -edu"); pdfTeX
+    does not flag its typewriter fonts, whose widths say it."""
+    if int(descriptor.get("/Flags", 0)) & 1:
+        return True
+    return len({float(w) for w in widths if float(w) > 0}) == 1
 
 
 def _pdfminer_pages(data: bytes, numbers: list[int]) -> list[str] | None:
