@@ -450,3 +450,19 @@ def test_a_chapters_contents_entry_keeps_its_line():
     # Prose that wraps after a number still joins.
     assert unwrap_lines("The main server needs a disk of at least 60 GiB and 16 GiB of memory, or 20\nmore.") \
         == "The main server needs a disk of at least 60 GiB and 16 GiB of memory, or 20 more."
+
+
+@pytest.mark.parametrize("damage", [
+    (b"/Resources << /Font << /F1 5 0 R >> >>", b"/Resources << /Font 42 >>"),
+    (b"/DescendantFonts [6 0 R]", b"/DescendantFonts []"),
+    (b"/W [30 [", b"/W [30 /x ["),
+    (b"/ToUnicode 8 0 R", b"/ToUnicode 99 0 R"),
+])
+def test_a_damaged_font_dictionary_is_an_error_message_or_the_text_not_a_traceback(damage):
+    pdf = make_spaceless_font_pdf([["This", "will", "leave", "the", "content."]]).replace(*damage)
+    try:
+        doc = load_bytes(pdf, "file:///m.pdf", "m.pdf")
+    except DocumentError as exc:
+        assert "PDF" in str(exc)
+    else:
+        assert [s.page for s in doc.sections] == [1]

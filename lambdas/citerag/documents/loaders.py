@@ -215,7 +215,11 @@ def _space_by_gaps(page: Any, seen: set[int]) -> None:
     justified line's words as boxes apart, and the lines of two columns as one."""
     from pypdf.generic import ArrayObject, NumberObject
 
-    for font in _fonts(page.get("/Resources"), depth=0):
+    try:
+        fonts = _fonts(page.get("/Resources"), depth=0)
+    except Exception:  # a damaged resource dictionary: pypdf's reading stands
+        return
+    for font in fonts:
         key = font.indirect_reference.idnum if font.indirect_reference else id(font)
         if key in seen:
             continue
