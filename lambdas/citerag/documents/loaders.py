@@ -136,7 +136,7 @@ def _load_pdf(data: bytes, name: str, max_pages: int) -> tuple[str | None, list[
     for i, page in enumerate(reader.pages, start=1):
         _space_by_gaps(page, spaced)
         try:
-            pages.append(_tidy(page.extract_text(space_width=SPACE_WIDTH) or ""))
+            pages.append(_tidy(page.extract_text() or ""))
         except Exception as exc:
             raise DocumentError(f"PDF page {i} is corrupt ({type(exc).__name__})") from None
         if _unmapped_cjk_font(page):
@@ -200,39 +200,48 @@ def _is_unmapped_cjk(font: Any) -> bool:
     return str(info.get("/Registry")) == "Adobe" and str(info.get("/Ordering")) in _CJK_COLLECTIONS
 
 
-# pypdf's space width (thousandths of an em) for a font it finds none in, and half of it the least gap it reads as
-# a space: a word space in TeX shrinks to 222, a thin space is 167, an italic correction or a kern stays under 100.
-SPACE_WIDTH = 300.0
+# The space width (thousandths of an em) a font with no space glyph is read with: pypdf reads a gap in a line of
+# text as a space from 0.95 of half of it (142.5): a word space in TeX shrinks to 222 at the least, a thin space is
+# 167, a kern stays under 100.
+SPACE_WIDTH = 300
 
 
 def _space_by_gaps(page: Any, seen: set[int]) -> None:
     """Let pypdf find the spaces of a font that has no glyph for one, as TeX embeds its fonts: words are set apart
-    only by moving the pen, and pypdf takes the width of the glyph at code 32 (a letter in XeTeX's and LuaTeX's
-    composite fonts, the visible-space sign "␣" in pdfTeX's T1-encoded ones) for the space's, so the gaps of a
-    tightly set line read as none ("Thiswillleavethecontentfrom", 2.2 pt gaps against a 2.4 pt threshold;
-    py-pdf/pypdf#3978). With that glyph given no width, pypdf falls back on the space width it is given
-    (SPACE_WIDTH). Only the reader's copy changes, in memory. pdfminer.six measures the gaps too, but reads a
-    justified line's words as boxes apart, and the lines of two columns as one."""
-    from pypdf.generic import ArrayObject, NumberObject
+    only by moving the pen, and pypdf takes whatever glyph sits at code 32 (an asterisk or "=" in XeTeX's and
+    LuaTeX's composite fonts, the visible-space sign "␣" in pdfTeX's T1-encoded ones) for the space, and its width
+    for the space's. The gaps of a tightly set line then read as none ("Thiswillleavethecontentfrom", 2.2 pt gaps
+    against a 2.4 pt threshold; py-pdf/pypdf#3978). That glyph's width is set to SPACE_WIDTH in the reader's copy of
+    the font, in memory; pypdf advances a real glyph 32 by it too (a footnote's "*1" may read "* 1"), as it did by
+    the letter's width. A font with no width for code 32 is left alone: pypdf reads it with its own default.
+    pdfminer.six measures the gaps too, but reads a justified line's words as boxes apart, and the lines of two
+    columns as one."""
+    from pypdf.generic import ArrayObject, NameObject, NumberObject
 
     try:
         fonts = _fonts(page.get("/Resources"), depth=0)
     except Exception:  # a damaged resource dictionary: pypdf's reading stands
         return
     for font in fonts:
-        key = font.indirect_reference.idnum if font.indirect_reference else id(font)
-        if key in seen:
-            continue
-        seen.add(key)
         try:
+            # A font written inline in the page's resources has no reference: it is the page's own.
+            ref = getattr(font, "indirect_reference", None)
+            key = ref.idnum if ref is not None else id(font)
+            if key in seen:
+                continue
+            seen.add(key)
             if font.get("/Subtype") == "/Type0":
-                widths = _entry(font["/DescendantFonts"][0].get_object(), "/W")
-                if widths and _composite_without_space(font):
-                    # A later entry overrides an earlier one (pypdf reads /W in order). No /W: every glyph has the
-                    # default width, and pypdf finds none for glyph 32 either.
-                    widths.extend([NumberObject(32), ArrayObject([NumberObject(0)])])
+                descendant = font["/DescendantFonts"][0].get_object()
+                widths = list(_entry(descendant, "/W"))
+                if _cid_widths(widths).get(32) and _composite_without_space(font):
+                    # A later entry overrides an earlier one (pypdf reads /W in order). A copy: another font may
+                    # share the array.
+                    descendant[NameObject("/W")] = ArrayObject(
+                        [*widths, NumberObject(32), ArrayObject([NumberObject(SPACE_WIDTH)])])
             elif _simple_without_space(font):
-                font["/Widths"].get_object()[32 - int(font["/FirstChar"])] = NumberObject(0)
+                widths = list(_entry(font, "/Widths"))
+                widths[32 - int(font["/FirstChar"])] = NumberObject(SPACE_WIDTH)
+                font[NameObject("/Widths")] = ArrayObject(widths)
         except Exception:  # a damaged font dictionary: pypdf's reading stands
             continue
 
@@ -241,7 +250,7 @@ def _composite_without_space(font: Any) -> bool:
     if "/ToUnicode" not in font or str(font.get("/Encoding")) not in ("/Identity-H", "/Identity-V"):
         return False
     descendant = font["/DescendantFonts"][0].get_object()
-    if _fixed_pitch(_entry(descendant, "/FontDescriptor"), _cid_widths(_entry(descendant, "/W"))):
+    if _fixed_pitch(_entry(descendant, "/FontDescriptor"), _cid_widths(_entry(descendant, "/W")).values()):
         return False
     from pdfminer.cmapdb import CMapParser, FileUnicodeMap
 
@@ -250,30 +259,35 @@ def _composite_without_space(font: Any) -> bool:
     return " " not in unicode_map.cid2unichr.values()
 
 
-def _cid_widths(w: Any) -> list[Any]:
-    """The widths a composite font's /W gives: "c [w1 w2 …]" or "c_first c_last w"."""
-    out: list[Any] = []
+def _cid_widths(w: Any) -> dict[int, float]:
+    """A composite font's widths by glyph, from its /W ("c [w1 w2 …]" or "c_first c_last w"); a later entry wins,
+    as in pypdf. Bounded: a range is recorded at its ends only, enough to tell which glyphs have a width and
+    whether they all have the same one."""
+    out: dict[int, float] = {}
     items = [item.get_object() for item in w]
     i = 0
     while i + 1 < len(items):
         if isinstance(items[i + 1], list):
-            out += items[i + 1]
+            out.update((int(items[i]) + k, float(width)) for k, width in enumerate(items[i + 1]))
             i += 2
         else:
-            out += items[i + 2 : i + 3]
+            first, last, width = int(items[i]), int(items[i + 1]), float(items[i + 2])
+            out.update({first: width, last: width})
+            if first <= 32 <= last:
+                out[32] = width
             i += 3
     return out
 
 
 def _simple_without_space(font: Any) -> bool:
-    """A Type 1 subset whose glyphs (its descriptor's CharSet, as pdfTeX and dvips write it) hold no space, with a
-    width given for code 32."""
+    """A simple font whose glyphs (its descriptor's CharSet, which pdfTeX and dvips write for their Type 1 subsets)
+    hold no space, with a width given for code 32."""
     descriptor = _entry(font, "/FontDescriptor")
     charset = str(descriptor.get("/CharSet", ""))
     widths = _entry(font, "/Widths")
     first = int(font.get("/FirstChar", 256))
     return bool(charset) and not _SPACE_GLYPH.search(charset) and first <= 32 < first + len(widths) \
-        and not _fixed_pitch(descriptor, widths)
+        and float(widths[32 - first]) > 0 and not _fixed_pitch(descriptor, widths)
 
 
 _SPACE_GLYPH = re.compile(r"/space(?![\w.])")
@@ -281,11 +295,13 @@ _SPACE_GLYPH = re.compile(r"/space(?![\w.])")
 
 def _fixed_pitch(descriptor: Any, widths: Any) -> bool:
     """Fixed pitch: code 32's glyph is as wide as a space, as every glyph is, and pypdf's reading is right. Code is
-    set in such fonts, with gaps around "-" and "/" a tenth of an em would take for spaces ("debian -edu"); pdfTeX
-    does not flag its typewriter fonts, whose widths say it."""
+    set in such fonts, with gaps around "-" and "/" a tenth of an em would take for spaces ("debian -edu"). pdfTeX
+    does not flag its typewriter fonts (CMTT, LMMono and SFTT carry flags 4), whose widths say it, to within a
+    rounding (LMMono8: 531.0 and 531.3)."""
     if int(descriptor.get("/Flags", 0)) & 1:
         return True
-    return len({float(w) for w in widths if float(w) > 0}) == 1
+    sizes = [float(w) for w in widths if float(w) > 0]
+    return bool(sizes) and max(sizes) <= 1.01 * min(sizes)
 
 
 def _pdfminer_pages(data: bytes, numbers: list[int]) -> list[str] | None:
@@ -466,7 +482,8 @@ def unwrap_lines(text: str) -> str:
             out[-1] = out[-1].rstrip()[:-1] + line.lstrip()
         elif out and out[-1] and line and (_width(last) >= 0.7 * full or _BROKEN_AT_HYPHEN.search(prev)) \
                 and not prev.endswith(_TERMINAL) and not _LEADER_END.search(prev) \
-                and not (_PAGE_END.search(prev) and _NUMBERED_HEADING.match(line)):
+                and not (_PAGE_END.search(prev) and _NUMBERED_HEADING.match(line)
+                         and (_PAGE_END.search(line.rstrip()) or _LEADER_END.search(line.rstrip()))):
             joiner = "" if (_is_cjk(prev[-1]) or _is_cjk(line[0]) or prev.endswith("-")) else " "
             out[-1] = out[-1].rstrip() + joiner + line.lstrip()
         else:
@@ -489,8 +506,8 @@ def _width(line: str) -> int:
 
 
 _LEADER_END = re.compile(r" …(?: \d+| [ivxlc]+)?$", re.I)  # a contents entry, as _as_typeset writes it, is whole
-# A chapter's contents entry has no leader: its page number, then the next entry's number ("1 はじめに 5" /
-# "1.1 背景 … 5"). Two Japanese entries are as wide as a full line.
+# A chapter's contents entry has no leader: its page number, then the next entry, a number, a title and a page
+# ("1 はじめに 5" / "1.1 背景 … 5"). Two Japanese entries are as wide as a full line.
 _PAGE_END = re.compile(r"\s\d+$")
 
 
