@@ -100,16 +100,7 @@ def make_cid_pdf(runs: list[tuple[float, float, list[int]]], *, in_form: bool = 
         f"/Length {len(text)} >>\nstream\n{text}endstream",
         "<< /F1 5 0 R >>",
     ]
-    out = b"%PDF-1.4\n"
-    offsets = []
-    for n, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += f"{n} 0 obj\n{body}\nendobj\n".encode()
-    xref = len(out)
-    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
-    out += "".join(f"{o:010d} 00000 n \n" for o in offsets).encode()
-    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
-    return out
+    return make_raw_pdf(objects)
 
 
 def make_spaceless_font_pdf(lines: list[list[str | int]], *, gap: int = -222, fixed_pitch: bool = False,
@@ -144,7 +135,7 @@ def make_spaceless_font_pdf(lines: list[list[str | int]], *, gap: int = -222, fi
     widths = " ".join("600" if cid[ch] == 32 else "500" for ch in chars)
     flags = 7 if fixed_pitch else 6
     if simple:
-        return _pdf_objects([
+        return make_raw_pdf([
             "<< /Type /Catalog /Pages 2 0 R >>",
             "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
             "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Resources << /Font << /F1 5 0 R >> >> "
@@ -170,10 +161,11 @@ def make_spaceless_font_pdf(lines: list[list[str | int]], *, gap: int = -222, fi
         "/FontBBox [-430 -290 1417 1127] /ItalicAngle 0 /Ascent 1127 /Descent -290 /CapHeight 683 /StemV 93 >>",
         f"<< /Length {len(cmap)} >>\nstream\n{cmap}endstream",
     ]
-    return _pdf_objects(objects)
+    return make_raw_pdf(objects)
 
 
-def _pdf_objects(objects: list[str]) -> bytes:
+def make_raw_pdf(objects: list[str]) -> bytes:
+    """A PDF of these objects (numbered from 1, the first the catalog) with its cross-reference table."""
     out = b"%PDF-1.4\n"
     offsets = []
     for n, body in enumerate(objects, 1):

@@ -11,11 +11,11 @@ from citerag.errors import DocumentError
 
 from conftest import (
     SAMPLES,
-    _pdf_objects,
     make_cid_pdf,
     make_encrypted_pdf,
     make_image_only_pdf,
     make_pdf,
+    make_raw_pdf,
     make_spaceless_font_pdf,
 )
 
@@ -480,7 +480,7 @@ def test_a_damaged_font_dictionary_is_an_error_message_or_the_text_not_a_traceba
 def test_a_font_written_inline_in_the_page_is_read():
     # pypdf gives no reference for a font written in the page's own resources ("… /Font << /F1 << /Type /Font …").
     text = "BT /F1 12 Tf 72 700 Td (Hello world) Tj ET\n"
-    pdf = _pdf_objects([
+    pdf = make_raw_pdf([
         "<< /Type /Catalog /Pages 2 0 R >>", "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
         "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Resources << /Font << /F1 << /Type /Font "
         "/Subtype /Type1 /BaseFont /Helvetica >> >> >> /Contents 4 0 R >>",

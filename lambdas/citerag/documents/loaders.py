@@ -134,12 +134,13 @@ def _load_pdf(data: bytes, name: str, max_pages: int) -> tuple[str | None, list[
     unmapped: list[int] = []  # 0-based pages whose text is in a CJK font without a ToUnicode map
     spaced: set[int] = set()  # fonts _space_by_gaps has seen: most are shared by every page
     for i, page in enumerate(reader.pages, start=1):
-        _space_by_gaps(page, spaced)
+        fonts = _page_fonts(page)
+        _space_by_gaps(fonts, spaced)
         try:
             pages.append(_tidy(page.extract_text() or ""))
         except Exception as exc:
             raise DocumentError(f"PDF page {i} is corrupt ({type(exc).__name__})") from None
-        if _unmapped_cjk_font(page):
+        if _unmapped_cjk_font(fonts):
             unmapped.append(i - 1)
     for i, text in zip(unmapped, _pdfminer_pages(data, unmapped) or [], strict=False):  # none, or one a page
         pages[i] = text or pages[i]
@@ -163,15 +164,22 @@ def _load_pdf(data: bytes, name: str, max_pages: int) -> tuple[str | None, list[
 _CJK_COLLECTIONS = ("Japan1", "GB1", "CNS1", "Korea1")
 
 
-def _unmapped_cjk_font(page: Any) -> bool:
+def _page_fonts(page: Any) -> list[Any]:
+    """The fonts the page and its forms name, read from its resources, not while extracting: a visitor turns off
+    pypdf's shortcut past content with no text (a page of drawing took 100 times as long)."""
+    try:
+        return _fonts(page.get("/Resources"), depth=0)
+    except Exception:  # a damaged resource dictionary: pypdf's reading stands
+        return []
+
+
+def _unmapped_cjk_font(fonts: list[Any]) -> bool:
     """Whether the page uses a CJK font without a ToUnicode map, as pLaTeX/dvipdfmx and older Japanese PDFs write
     them: the codes are glyph numbers in one of Adobe's character collections (Adobe-Japan1, and the Chinese and
-    Korean ones), which pypdf gives back as if they were Unicode ("ΠϯτϩμΫγϣϯ" for "イントロダクション"). Read from
-    the fonts the page and its forms name, not while extracting: a visitor turns off pypdf's shortcut past content
-    with no text (a page of drawing took 100 times as long)."""
+    Korean ones), which pypdf gives back as if they were Unicode ("ΠϯτϩμΫγϣϯ" for "イントロダクション")."""
     try:
-        return any(_is_unmapped_cjk(font) for font in _fonts(page.get("/Resources"), depth=0))
-    except Exception:  # a damaged resource dictionary: pypdf's reading stands
+        return any(_is_unmapped_cjk(font) for font in fonts)
+    except Exception:  # a damaged font dictionary: pypdf's reading stands
         return False
 
 
@@ -206,7 +214,7 @@ def _is_unmapped_cjk(font: Any) -> bool:
 SPACE_WIDTH = 300
 
 
-def _space_by_gaps(page: Any, seen: set[int]) -> None:
+def _space_by_gaps(fonts: list[Any], seen: set[int]) -> None:
     """Let pypdf find the spaces of a font that has no glyph for one, as TeX embeds its fonts: words are set apart
     only by moving the pen, and pypdf takes whatever glyph sits at code 32 (an asterisk or "=" in XeTeX's and
     LuaTeX's composite fonts, the visible-space sign "␣" in pdfTeX's T1-encoded ones) for the space, and its width
@@ -218,10 +226,6 @@ def _space_by_gaps(page: Any, seen: set[int]) -> None:
     columns as one."""
     from pypdf.generic import ArrayObject, NameObject, NumberObject
 
-    try:
-        fonts = _fonts(page.get("/Resources"), depth=0)
-    except Exception:  # a damaged resource dictionary: pypdf's reading stands
-        return
     for font in fonts:
         try:
             # A font written inline in the page's resources has no reference: it is the page's own.
