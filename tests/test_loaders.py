@@ -384,6 +384,32 @@ def test_japanese_in_a_cid_font_without_a_unicode_map_is_read_as_japanese(in_for
     assert text.startswith("イントロダクション") and text.endswith("サポートは非公式です．実行権限を検索")
 
 
+def test_a_page_pdfminer_lays_out_reads_the_same_on_every_run(monkeypatch):
+    # pdfminer.six groups equally close text boxes in the order of their memory addresses: TeX Live's Japanese guide
+    # loaded its emphasis dots as "・ さ ・ れ" in some runs and "・ れ ・ さ" in others. Five characters on a grid,
+    # several pairs of them equally close; two runs are played by taking the addresses in opposite orders.
+    import io
+
+    import pdfminer.layout
+    from pdfminer.high_level import extract_pages
+
+    cells = [(1, 0), (2, 0), (1, 2), (0, 0), (1, 1)]
+    glyphs = [928, 1007, 964, 1001, 956]
+    pdf = make_cid_pdf([(100.0 + 100 * x, 700.0 - 100 * y, [g]) for (x, y), g in zip(cells, glyphs, strict=True)])
+
+    def run(order: int) -> tuple[str, str]:
+        first_seen: dict[int, int] = {}  # an address order: objects in the order the layout first meets them
+        monkeypatch.setattr(pdfminer.layout, "id", lambda o: order * first_seen.setdefault(id(o), len(first_seen)),
+                            raising=False)
+        own = next(extract_pages(io.BytesIO(pdf), laparams=pdfminer.layout.LAParams(all_texts=True)))
+        loaded = load_bytes(pdf, "file:///g.pdf", "g.pdf").sections[0].text
+        return "".join(box.get_text().strip() for box in own), loaded
+
+    (own_first, loaded_first), (own_second, loaded_second) = run(1), run(-1)
+    assert own_first != own_second  # the tie is real: pdfminer's own reading changes with the addresses
+    assert loaded_first == loaded_second == "ロンイダト"
+
+
 def test_zero_width_marks_beside_latin_text_are_dropped_and_kept_where_a_script_needs_them():
     # TeX Live's guide wraps command names in zero-width non-joiners ("‌tlmgr‌"); Persian writes one inside a word.
     page = "Run \u200ctlmgr\u200c update to update.\nمی\u200cخواهم \U0001f468\u200d\U0001f469"

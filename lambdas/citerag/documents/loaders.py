@@ -315,27 +315,17 @@ def _pdfminer_pages(data: bytes, numbers: list[int]) -> list[str] | None:
     if not numbers:
         return None
     try:
-        from pdfminer.high_level import extract_pages
         from pdfminer.layout import LAParams
+
+        from citerag.documents.pdf_layout import layout_pages, page_boxes
 
         logging.getLogger("pdfminer").setLevel(logging.ERROR)
         # A text box is mostly a paragraph, but not always (a page's first line, under a running header): lines are
         # joined or not by unwrap_lines, as pypdf's are.
-        pages = [_tidy("\n".join(_boxes(page))) for page in
-                 extract_pages(io.BytesIO(data), page_numbers=numbers, laparams=LAParams(all_texts=True))]
+        pages = [_tidy("\n".join(page_boxes(page))) for page in layout_pages(data, numbers, LAParams(all_texts=True))]
     except Exception:  # pdfminer raises a wide range on files pypdf opened, or is missing from a stale install
         return None
     return pages if len(pages) == len(numbers) else None
-
-
-def _boxes(item: Any) -> list[str]:
-    from pdfminer.layout import LTFigure, LTTextContainer
-
-    if isinstance(item, LTTextContainer):
-        return [item.get_text().strip()]
-    if isinstance(item, LTFigure) or hasattr(item, "pageid"):  # a page, or a form drawn on it
-        return [text for child in item for text in _boxes(child)]
-    return []
 
 
 # A page's running header or footer: its page number ("6 / 95", "Page 6 of 95", "iv") changes, the rest does not.
