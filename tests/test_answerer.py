@@ -4,7 +4,8 @@ from collections import Counter
 
 import pytest
 
-from citerag.citations.extractive import ANSWER_MIN_SCORE, _compound_terms, _ends_statement, _statements, pick_sentences
+from citerag.citations.extractive import ANSWER_MIN_SCORE, _compound_terms, pick_sentences
+from citerag.citations.statements import ends_statement, split_statements
 from citerag.search.passage import Passage
 from citerag.search.sparse import CorpusStats, term_id, tokenize
 
@@ -211,7 +212,7 @@ def test_a_pdf_heading_left_on_its_own_line_is_not_read_into_the_sentence_under_
     assert [p.sentence for p in pick_sentences("Who receives a full refund?", [short])] == [
         "A customer who returns the product within thirty days of purchase receives a full refund."]
     # A short label over a list of lower-case items is not a sentence that goes on.
-    assert _statements("Package contents\ncharger\nUSB cable", lines_wrap=False) == ["Package contents", "charger",
+    assert split_statements("Package contents\ncharger\nUSB cable", lines_wrap=False) == ["Package contents", "charger",
                                                                                       "USB cable"]
     # A text file keeps its line breaks: there a sentence does go on over one.
     text = Passage(source_id="S1", text="Subject to the terms of this License, each\nContributor grants a licence.")
@@ -226,9 +227,9 @@ def test_a_pdf_heading_left_on_its_own_line_is_not_read_into_the_sentence_under_
 def test_a_text_files_short_heading_line_is_not_read_into_the_sentence_under_it(heading, sentence):
     # A text file's sentence may go on over a line break, but not from a short line that opens a paragraph and ends
     # no sentence.
-    assert _statements(f"That is all.\n\n{heading}\n{sentence}") == ["That is all.", heading, sentence]
+    assert split_statements(f"That is all.\n\n{heading}\n{sentence}") == ["That is all.", heading, sentence]
     wrapped = f"Phone support is available on weekdays\nfrom 9:00 to 18:00. {heading}\n{sentence}"
-    assert _statements(wrapped)[0] == "Phone support is available on weekdays from 9:00 to 18:00."
+    assert split_statements(wrapped)[0] == "Phone support is available on weekdays from 9:00 to 18:00."
 
 
 @pytest.mark.parametrize(("before", "text"), [
@@ -242,7 +243,7 @@ def test_a_text_files_short_heading_line_is_not_read_into_the_sentence_under_it(
 ])
 def test_a_short_text_file_line_that_reads_on_is_the_start_of_its_sentence(before, text):
     joined = "".join(text.split()) if "。" in text else " ".join(text.split())
-    assert _statements(f"That is all.{before}{text}")[1:] == [joined]
+    assert split_statements(f"That is all.{before}{text}")[1:] == [joined]
 
 
 def test_a_sentence_in_a_file_with_no_headings_is_ranked_by_what_the_files_title_says():
@@ -348,7 +349,7 @@ def test_a_man_pages_table_of_commands_gives_a_statement_per_row():
              "                         LIKE pattern TABLE.\n"
              ".timeout MS            Try opening locked tables for MS milliseconds\n")
     text = "\n".join(" ".join(line.split()) for line in table.splitlines())  # the loader's text
-    assert _statements(text) == [
+    assert split_statements(text) == [
         ".save FILE Write in-memory database into FILE", ".schema ?TABLE? Show the CREATE statements",
         ".tables ?TABLE? List names of tables If TABLE specified, only list tables matching LIKE pattern TABLE.",
         ".timeout MS Try opening locked tables for MS milliseconds"]
@@ -356,9 +357,9 @@ def test_a_man_pages_table_of_commands_gives_a_statement_per_row():
     picked = pick_sentences("Which sqlite3 command lists the tables?", [sqlite], max_sentences=1)
     assert picked[0].sentence.startswith(".tables ?TABLE? List names of tables")
     # Options one a line, each under the other, are rows too; an option a wrapped sentence goes on to is not.
-    assert _statements("-batch Force batch I/O.\n-bail Stop after hitting an error") == [
+    assert split_statements("-batch Force batch I/O.\n-bail Stop after hitting an error") == [
         "-batch Force batch I/O.", "-bail Stop after hitting an error"]
-    assert _statements("To invert the match use grep with the\n-v option.") == [
+    assert split_statements("To invert the match use grep with the\n-v option.") == [
         "To invert the match use grep with the -v option."]
 
 
@@ -404,20 +405,20 @@ def test_which_option_is_answered_by_the_row_that_defines_it_before_a_sentence_t
 
 def test_an_option_alone_on_its_line_reads_into_its_description():
     # find's "-iname pattern" over a description that opens with the option it is like: no row of its own.
-    assert _statements("-ilname pattern\n-lname と同様ですが、大文字小文字は区別しません。\n\n\n"
+    assert split_statements("-ilname pattern\n-lname と同様ですが、大文字小文字は区別しません。\n\n\n"
                        "-iname pattern\n-name と同様ですが、大文字小文字は区別しません。") == [
         "-ilname pattern -lname と同様ですが、大文字小文字は区別しません。",
         "-iname pattern -name と同様ですが、大文字小文字は区別しません。"]
     # sed's page leaves a blank line between an option and its description.
     text = ("-n, --quiet, --silent\n\nパターンスペースの自動出力を抑制します\n\n"
             "--debug\n\nプログラム実行状況を表示します")
-    assert _statements(text) == ["-n, --quiet, --silent パターンスペースの自動出力を抑制します",
+    assert split_statements(text) == ["-n, --quiet, --silent パターンスペースの自動出力を抑制します",
                                  "--debug プログラム実行状況を表示します"]
     sed = Passage(source_id="S1", title="sed", section="lines 20-27", lang="ja", text=text)
     picked = pick_sentences("sedでパターンスペースの自動出力を抑制するオプションは？", [sed], min_score=0.1)
     assert [p.sentence for p in picked] == ["-n, --quiet, --silent パターンスペースの自動出力を抑制します"]
     # An option with a description on its line, or named in prose, still ends where it did.
-    assert _statements("-v option is used by grep\n-c counts") == ["-v option is used by grep", "-c counts"]
+    assert split_statements("-v option is used by grep\n-c counts") == ["-v option is used by grep", "-c counts"]
 
 
 @pytest.mark.parametrize("question", ["What is the price of the Kumo Pure 300?",
@@ -494,7 +495,7 @@ def test_a_command_run_as_root_ends_the_statement_that_leads_into_it():
                             similarity=cosines)
     assert "You need to configure it as: # dpkg-reconfigure locales" in [p.sentence for p in picked]
     # Elsewhere "#" is a number sign or a comment, not a prompt.
-    assert not _ends_statement("see Unicode Standard Annex # 11")
+    assert not ends_statement("see Unicode Standard Annex # 11")
 
 
 def test_a_row_of_an_html_table_is_a_whole_statement():
@@ -539,7 +540,7 @@ def test_prose_that_names_a_command_after_a_colon_is_a_sentence_not_a_command():
     text = ("For example:\n\ncargo install will select the latest dependencies unless\n--locked is passed in.\n\n"
             "To install, run this:\n\npython -m pip install rich\nThen import it.\n\nIssues we have seen are:\n\n"
             "A build script prints cargo::rerun-if-changed=foo where foo is a file that\ndoesn't exist.")
-    assert _statements(text) == [
+    assert split_statements(text) == [
         "For example:", "cargo install will select the latest dependencies unless --locked is passed in.",
         "To install, run this: python -m pip install rich", "Then import it.", "Issues we have seen are:",
         "A build script prints cargo::rerun-if-changed=foo where foo is a file that doesn't exist."]
@@ -550,10 +551,10 @@ def test_a_default_setting_a_manual_prints_as_configuration_is_a_statement_of_it
     # opt-level = 3 debug = false …"), the default asked for was a fragment no question could get.
     text = ("The default settings for the release profile are:\n\n[profile.release]\nopt-level = 3\ndebug = false\n"
             "codegen-units = 16")
-    assert _statements(text) == ["The default settings for the release profile are:",
+    assert split_statements(text) == ["The default settings for the release profile are:",
                                  "[profile.release] opt-level = 3", "debug = false", "codegen-units = 16"]
     # A line of code is no setting: it stays in its statement.
-    assert _statements("page = reader.pages[0]\ntext = page.extract_text()") == [
+    assert split_statements("page = reader.pages[0]\ntext = page.extract_text()") == [
         "page = reader.pages[0] text = page.extract_text()"]
     release = Passage(source_id="S1", text=f"release\n\n{text}", section="Profiles > Default profiles > release")
     dev = Passage(source_id="S2", text="dev\n\nThe dev profile is the default for cargo build. Its opt-level is low.",
@@ -580,7 +581,7 @@ def test_an_option_is_answered_without_the_row_under_it():
 def test_a_japanese_line_wrapped_after_latin_text_reads_with_a_space():
     # A Japanese man page wraps lines between a word and its particle; a page shows a space where Latin text meets
     # Japanese ("grep\nは" is "grep は") and none inside Japanese ("マッチ\nした" is "マッチした").
-    assert _statements("デフォルトでは、grep\nはマッチした行を表示します。\n標準入力から検索\nします。") == [
+    assert split_statements("デフォルトでは、grep\nはマッチした行を表示します。\n標準入力から検索\nします。") == [
         "デフォルトでは、grep はマッチした行を表示します。", "標準入力から検索します。"]
 
 

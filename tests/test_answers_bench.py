@@ -15,10 +15,10 @@ from citerag.citations.answer import Answer, Citation
 from citerag.citations.extractive import (
     ANSWER_MIN_SCORE,
     UNKNOWN_WORD_MIN_SCORE,
-    _statements,
     pick_sentences,
     rank_sentences,
 )
+from citerag.citations.statements import split_statements
 from citerag.cli import app
 from citerag.errors import CiteragError
 from citerag.search.passage import Passage
@@ -95,25 +95,25 @@ def test_masked_personal_data_still_matches_its_source_and_line_breaks_do_not_ma
 
 
 def test_sentences_come_out_whole():
-    assert _statements("Rust conveniently provides the vec! macro, which creates a vector. It is short.") == [
+    assert split_statements("Rust conveniently provides the vec! macro, which creates a vector. It is short.") == [
         "Rust conveniently provides the vec! macro, which creates a vector.", "It is short."]
     # A text file keeps its line breaks (line-range citations): a wrapped sentence is still one.
-    assert _statements("3. Grant of Patent License. Subject to the terms of this License,\neach Contributor "
+    assert split_statements("3. Grant of Patent License. Subject to the terms of this License,\neach Contributor "
                        "grants a perpetual license.\n\n4. Redistribution.") == [
         "3. Grant of Patent License.",
         "Subject to the terms of this License, each Contributor grants a perpetual license.", "4. Redistribution."]
-    assert _statements("To check, open a shell and enter this line:\n$ rustc --version\nYou should see it.")[0] == \
-        "To check, open a shell and enter this line: $ rustc --version"
+    statements = split_statements("To check, open a shell and enter this line:\n$ rustc --version\nYou should see it.")
+    assert statements[0] == "To check, open a shell and enter this line: $ rustc --version"
 
 
 def test_a_macro_or_operator_mark_does_not_end_a_sentence():
     # "panic!” section" (a macro inside quotes) and "?演算子" (the ? operator before Japanese text) are not sentence
     # ends; a question mark or bang followed by a space still is.
-    assert _statements("See the “Errors with panic!” section in Chapter 9. Then compile.") == [
+    assert split_statements("See the “Errors with panic!” section in Chapter 9. Then compile.") == [
         "See the “Errors with panic!” section in Chapter 9.", "Then compile."]
-    assert _statements("main関数で?演算子を使うと、コンパイルエラーになります。次に進みます。") == [
+    assert split_statements("main関数で?演算子を使うと、コンパイルエラーになります。次に進みます。") == [
         "main関数で?演算子を使うと、コンパイルエラーになります。", "次に進みます。"]
-    assert _statements("Is it safe? Yes, it is.") == ["Is it safe?", "Yes, it is."]
+    assert split_statements("Is it safe? Yes, it is.") == ["Is it safe?", "Yes, it is."]
 
 
 def test_a_sentence_that_only_leads_the_reader_on_is_not_the_answer():

@@ -13,13 +13,23 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from citerag.citations.statements import (
+    CAPTION,
+    CODE,
+    LEADING_ENUMERATOR,
+    MARKUP,
+    ends_statement,
+    is_cjk,
+    is_code_line,
+    is_row,
+    looks_like_heading,
+    split_statements,
+)
 from citerag.documents.chunking import LINE_RANGE
-from citerag.documents.text import detect_language, normalize, split_sentences
+from citerag.documents.text import detect_language, normalize
 from citerag.search.passage import Passage
 from citerag.search.query import Query, analyze
 from citerag.search.sparse import CorpusStats, term_id, tokenize
-
-_TERMINAL = tuple("。．！.!」』）)")  # "．": Japanese set with "，．", as much technical writing is
 
 NOT_FOUND = {
     "en": "The documents do not answer this question.",
@@ -55,17 +65,6 @@ def answer_language(question: str) -> str:
     return detect_language(question)
 
 
-def _looks_like_heading(text: str) -> bool:
-    """A short line in Title Case ("Grant of Patent License.", "5. Troubleshooting"): a heading, not a statement. Not
-    a row of options ("-d --decompress --uncompress Decompress.": gzip's answer to "which option decompresses?")."""
-    words = text.rstrip(".:：").split()
-    if not 1 <= len(words) <= 6 or not all(w.isascii() for w in words) or _is_row(text):
-        return False
-    # The content words after the first (not acronyms, numbers or short function words) are all capitalised.
-    content = [w for w in words[1:] if len(w) > 3 and w.isalpha() and not w.isupper()]
-    return bool(content) and all(w[0].isupper() for w in content)
-
-
 Similarity = Callable[[str, list[str]], list[float]]
 """(question, sentences) -> the embedded model's cosine of each sentence to the question."""
 
@@ -92,7 +91,7 @@ def _wants_number(query: Query) -> bool:
 
 
 def _holds_number(text: str) -> bool:
-    return bool(_NUMBER.search(_LEADING_ENUMERATOR.sub("", text)))  # "3. Grant of…": a label, not a number
+    return bool(_NUMBER.search(LEADING_ENUMERATOR.sub("", text)))  # "3. Grant of…": a label, not a number
 
 
 # "How long…" and "When…" ask for a time, which is a number ("within 30 days") or a word that says one: "a perpetual
@@ -124,14 +123,6 @@ def _number_evidence(query: Query) -> Callable[[str], bool]:
 _WANTS_CODE = re.compile(r"\b(how (do|can|should) (i|you|we)|which (command|function|method|macro|flag|operator)"
                          r"|what (command|function|method|macro|flag))\b|コマンド|関数|メソッド|マクロ|フラグ"
                          r"|どうすれば|どうやって|方法", re.I)
-# A command: a prompt, an option ("--count", "-m"), a path or macro, a call, or a package manager's install ("python
-# -m pip install rich", which read as a fragment and lost to "Rich can be installed in the Python REPL"). A root
-# prompt ("# ") only where a statement opens with it or leads into it after a colon, as manuals print a command run
-# as root ("You need to configure it as: # dpkg-reconfigure locales", which read as a fragment); elsewhere "#" is
-# more often a comment or a number sign.
-_CODE = re.compile(r"(^|\s)\$ |(?:^|:\s)# [a-z]|--[a-z]|(?:^|\s)-[A-Za-z]\b(?!-)|\w::\w|\w!|\w\(\)|\b[a-z]+_[a-z_]+\b"
-                   r"|\b(rustup|cargo|rustc) [a-z]"
-                   r"|\b(?:pip3?|npm|pnpm|yarn|brew|apt(?:-get)?|dnf|conda|gem|uv) (?:install|add)\b")
 # "Which grep option…" is answered by an option ("-i", "--ignore-case"), as "how many" is by a number: a sentence
 # on the topic that names none ("grep prints each line that matches a pattern", for lines in blue) answers nothing.
 _WANTS_OPTION = re.compile(r"\b(which|what) (?:[\w.-]+ ){0,2}(?:option|flag|switch)(?:es|s)?\b|オプション|フラグ", re.I)
@@ -148,10 +139,6 @@ _WANTS_NAME = re.compile(r"何と(いう|言う|呼|いい|称)|(名前|名称|�
 _NAMES = re.compile(r"と(呼ば|呼ん|呼ぶ|称|名付)|といい[、,]|という(?!こと|わけ|の|よう|点|意味)"
                     r"|\b(?:is|are|was|were|be) (?:called|named|termed)\b(?! (?:when|on|with|by|from|if|for|to|in))"
                     r"|\bknown as\b", re.I)
-_MARKUP = re.compile(r"[<>{}|]|\]\[")
-# A listing's, table's or figure's caption ("リスト8-5：添え字記法か…", "Table 3-1: Integer Types in Rust") names
-# what follows without stating anything about it, like a heading.
-_CAPTION = re.compile(r"^(リスト|表|図|listing|table|figure|fig\.)\s?\d+(-\d+)?\s?[:：.]", re.I)
 # Sentences that lead the reader on ("Next, we'll look at how to modify a vector.", "…どうなるか見てみましょう。"):
 # they restate the topic, often in the question's own words, and answer nothing.
 _NAVIGATION = re.compile(r"^(next|now|first|then|finally|in this section)?,?\s*(let[’']?s|let us|we[’']ll|we will)\s"
@@ -170,171 +157,6 @@ class Candidate:
     bonus: float
     score: float
     evidence: float  # the score without the terms the document's title lent: what the abstention gate reads
-
-
-_ENUMERATOR = re.compile(r"^(\(?[0-9a-z]{1,3}\)|\d{1,3}(\.\d{1,3})*\.?|[a-z]\.)$", re.I)
-_LEADING_ENUMERATOR = re.compile(r"^(\(?[0-9a-z]{1,3}\)|\d{1,3}(\.\d{1,3})*\.?)\s+")
-
-
-HEADING_LINE_CHARS = 24
-# A command-line option over its description, as a man page lists them ("-i identity_file\n  Selects a file from
-# which…"): the option is what "which option…" asks for, so it reads on into the sentence under it.
-_OPTION_TERM = re.compile(r"^--?[A-Za-z0-9]")
-_DOT_COMMAND = re.compile(r"^\.[a-z]{2,}\b")
-# An option with its aliases and argument placeholders and nothing else on the line ("-iname pattern", "-h,
-# --human-readable", "-n, --lines=[-]NUM"): its description is on the lines under it.
-_OPTION_ALONE = re.compile(r"^--?[A-Za-z0-9][^\s,]*(?:,?\s+--?[A-Za-z0-9][^\s,]*)*"
-                           r"(?:\s+(?:[a-z_]+|[A-Z_]+|\[[^\]\s]*\])){0,2}$")
-# A configuration file's line, as manuals print the defaults ("opt-level = 3", "regex = { git = \"…\" }"). A
-# literal value, not code ("page = reader.pages[0]").
-_SETTING = re.compile(r"^[A-Za-z_][\w.-]*\s?=\s?(?:-?\d[\w.]*|true|false|\"[^\"]*\"|'[^']*'|\{.*\}|\[.*\])\s*(?:#.*)?$")
-_TABLE_HEADER = r"^\[[\w.\-\"]+\]"
-_TABLE = re.compile(_TABLE_HEADER + "$")
-_UNDER_TABLE = re.compile(_TABLE_HEADER + " ")
-
-
-def _opens_row(previous: str, line: str) -> bool:
-    """A line of a table of options, commands or settings, as man pages and manuals print them ("-batch  Force
-    batch I/O.", ".tables ?TABLE?  List names of tables", "opt-level = 3"): a statement of its own, not the wrap of
-    the line above. A dot-command or a table's header always opens one; an option only under another ("grep with
-    the\n-v option" wraps), nor under an option alone on its line, whose description it is ("-iname pattern\n-name
-    と同様ですが、…"); a setting unless it is the first under its table's header, which it goes with."""
-    option = _OPTION_TERM.match(line) and (_OPTION_TERM.match(previous) or _DOT_COMMAND.match(previous)) \
-        and not _OPTION_ALONE.match(previous)
-    setting = _SETTING.match(line) and not _TABLE.match(previous)
-    return bool(_DOT_COMMAND.match(line) or _TABLE.match(line) or option or setting or _SETTING.match(previous))
-
-
-def _is_setting(statement: str) -> bool:
-    return bool(_SETTING.match(_UNDER_TABLE.sub("", statement)))  # "[profile.release] opt-level = 3" too
-
-
-# A row of an HTML table as the loader writes it, each cell under its column's header ("package: ibus-unikey; popcon:
-# V:0, I:0; size: 318; supported locale: Vietnamese").
-_CELLS = re.compile(r"^[^:;\n]{1,40}: [^;\n]*(?:; [^:;\n]{1,40}: [^;\n]*)+$")
-
-
-def _is_row(statement: str) -> bool:
-    """A statement that is one entry of such a table: an option, a dot-command or a setting with what it does, or a
-    row of cells under their headers."""
-    return bool(_OPTION_TERM.match(statement) or _DOT_COMMAND.match(statement) or _CELLS.match(statement)) \
-        or _is_setting(statement)
-
-
-def _heading_line(line: str, opens_paragraph: bool, after: str) -> bool:
-    """A text file's line this short that opens a paragraph and ends no sentence is a heading ("\n\nKumo カスタマー
-    サポート\n電話受付は…"), unless it reads on: it ends with a comma ("Dear customer,") or the next line goes on in
-    lower case ("The filter\nis washable."). Inside a paragraph a short line is a sentence wrapped early
-    ("フィルターは水洗い\nできません。"). Nor is a command-line option over its description."""
-    return opens_paragraph and len(line) <= HEADING_LINE_CHARS and not line.endswith((",", "、", "，")) \
-        and not after[:1].islower() and not _OPTION_TERM.match(line)
-
-
-# Six plain words or more: prose that names a command ("For example:\ncargo install will select the latest
-# dependencies unless\n--locked is passed in.", "…are:\nA build script prints cargo::rerun-if-changed=foo where foo
-# is a file that\ndoesn't exist…"), not the command an "enter this:" introduces ("python -m pip install rich").
-_PLAIN_WORD = re.compile(r"(?<![\w\-./:=$'\"])[A-Za-z]{2,}(?![\w\-./:=('\"])")
-
-
-def _reads_as_prose(line: str) -> bool:
-    return not line.startswith("$ ") and len(_PLAIN_WORD.findall(line)) >= 6
-
-
-def _statements(text: str, lines_wrap: bool = True) -> list[str]:
-    """The passage's sentences as an answer quotes them: "the vec! macro" and "v. 2.0" do not end a sentence (the
-    next word, on the same line, is lower case or a number), and "enter this line:" takes the command on the next
-    line with it. `lines_wrap`: a sentence may go on over a line break (a text file); not in a PDF's text, whose
-    wrapped lines the loader already joined (what is left is a heading: "エラーを委譲する\n失敗する可能性の…")."""
-    out: list[str] = []
-    paragraph: list[bool] = []  # each statement opens a paragraph (a blank line before it)
-    code_end = False  # the last statement ends with a command line, which ends it
-    for span in split_sentences(text):
-        piece = span.text.strip(" …")
-        gap = text[span.start - 2 : span.start] if span.start >= 2 else ""
-        same_line = gap.endswith(" ")
-        # One line break inside a sentence: a text file's wrap. In a PDF's text the loader joined the wrapped lines,
-        # save those it judged short (a page of wide table rows sets the bar high): a line of prose that goes on in
-        # lower case to a sentence end is still one of them; a short label over a list ("Package contents\ncharger")
-        # is not.
-        goes_on = bool(out) and piece[:1].islower() and len(out[-1].split()) >= 4 and piece.endswith(_TERMINAL)
-        wrapped = gap.endswith("\n") and not gap.startswith("\n") and (lines_wrap or goes_on)
-        if out and _ENUMERATOR.match(out[-1]):
-            out[-1] = f"{out[-1]} {piece}"  # "3." + "Grant of Patent License.": the number labels what follows
-        elif out and lines_wrap and gap == "\n\n" and _OPTION_ALONE.match(out[-1]) and not _OPTION_TERM.match(piece):
-            # A man page may leave a blank line between an option and its description ("-n, --quiet, --silent\n\n
-            # パターンスペースの自動出力を抑制します"): the option still reads into it.
-            out[-1] = f"{out[-1]} {piece}"
-        elif out and same_line and out[-1].rstrip("”’\"')").endswith((".", "!", "?")) \
-                and (piece[:1].islower() or piece[:1].isdigit()):
-            out[-1] = f"{out[-1]} {piece}"
-        elif out and wrapped and not code_end and not out[-1].endswith((*_TERMINAL, "?", "？", ":", "：", ";")) \
-                and not _looks_like_heading(out[-1]) and not _heading_line(out[-1], paragraph[-1], piece) \
-                and not _opens_row(out[-1], piece):
-            # A text file keeps its line breaks (they give the line numbers cited): a sentence wrapped over lines
-            # is still one sentence. Japanese wraps anywhere, so its line break is no space; between Latin and
-            # Japanese it is one, as a page renders it ("-f, --ignore-case\n大文字・小文字を区別しない").
-            out[-1] += ("" if _is_cjk(out[-1][-1]) and _is_cjk(piece[0]) else " ") + piece
-        elif out and out[-1].endswith((":", "：")) and _CODE.search(piece) and len(piece) <= 120 \
-                and not _reads_as_prose(piece):
-            out[-1] = f"{out[-1]} {piece}"
-            code_end = True
-            continue
-        else:
-            out.append(piece)
-            paragraph.append(gap == "\n\n")
-        code_end = False
-    return [part for statement in out for part in _after_markup(statement)]
-
-
-# Where printed code or markup ends: a closing tag or brace ("} <span class=\"caption\">リスト9-4: …</span>").
-_MARKUP_END = re.compile(r"</[a-z][a-z0-9]*>|}")
-
-
-def _after_markup(statement: str) -> list[str]:
-    """A PDF prints a listing, its caption and the prose after it on one run of text with no sentence end between
-    them ("} <span class=\"caption\">リスト9-4: …</span> Option enumのように、Result enumとその列挙子は…"): the prose
-    is a statement of its own, which the markup would otherwise bury. Not a brace inside prose ("the `{}`
-    placeholder", "println!の{}プレースホルダー"): the prose must start a sentence, after a brace that closes more
-    than a placeholder."""
-    ends = [m.end() for m in _MARKUP_END.finditer(statement)
-            if m.group() != "}" or not _PLACEHOLDER.search(statement, 0, m.start())]
-    if not ends:
-        return [statement]
-    statement = statement.rstrip()
-    tail = statement[ends[-1] :].strip()
-    rest = _CODE_TAIL.match(tail)
-    if rest:
-        # "} }', src/libcore/result.rs:906:4このエラーメッセージは…": what closes the printed code (a quote, the
-        # file and line a compiler names) runs into the Japanese prose after it.
-        tail = rest.group(1)
-    if len(tail) < 8 or _MARKUP.search(tail) or not tail.endswith(_TERMINAL) \
-            or not (tail[0].isupper() or _is_cjk(tail[0])):
-        return [statement]
-    return [statement[: len(statement) - len(tail)].rstrip(), tail]
-
-
-# "{}", "{:?}", "{x}": a placeholder, whose brace closes nothing printed before it.
-_PLACEHOLDER = re.compile(r"\{[^{}\s]{0,12}$")
-# After a closing brace: closing punctuation (no sentence starts with it) and a short run of Latin text, up to
-# Japanese prose.
-_CODE_TAIL = re.compile(r"^['\"`),;:\]][^\u3000-\u9fff\uff00-\uffef]{0,80}?([\u3000-\u9fff\uff00-\uffef].*)$", re.S)
-
-
-def _is_code_line(statement: str) -> bool:
-    """A line of code that reads as a statement ("let a = [3; 5];"): no Japanese, ends with ";", and dense in the
-    punctuation code is written with."""
-    if not statement.endswith(";") or any(_is_cjk(ch) for ch in statement):
-        return False
-    return sum(ch in '=;()[]{}"<>' for ch in statement) > 0.1 * len(statement)
-
-
-def _is_cjk(ch: str) -> bool:
-    return "\u3000" <= ch <= "\u9fff" or "\uff00" <= ch <= "\uffef"
-
-
-def _ends_statement(text: str) -> bool:
-    """A sentence end, or a command the statement leads into ("…enter this line: $ rustc --version")."""
-    return text.endswith((*_TERMINAL, ";", "; and", "; or")) or bool(_CODE.search(text[-40:]))
 
 
 # Weights of the answer score, tuned on the dev split of datasets/answers (README "Answers you can trust"). The
@@ -464,7 +286,7 @@ def rank_sentences(
     raw: list[tuple[int, int, int, str, float, float, float, float]] = []
     numbers = set(_QUESTION_NUMBER.findall(normalize(query.text).replace(",", "")))
     for rank, p in enumerate(usable):
-        spans = _statements(p.text, lines_wrap=p.page is None)
+        spans = split_statements(p.text, lines_wrap=p.page is None)
         # A number the question names ("in 1953", "Rust 1.0") that the passage lacks: the passage is about
         # something else (near misses often differ from what the documents hold only there).
         place = normalize(f"{p.title} {p.text}").replace(",", "") if numbers else ""
@@ -484,19 +306,19 @@ def rank_sentences(
         titled = set() if path else _terms(p.title, False) & q
         # Per statement, once: a unit (a statement or a pair) is led on or code when one of its statements is.
         leads_on = [bool(_NAVIGATION.search(t)) for t in spans]
-        code = [_is_code_line(t) for t in spans]
+        code = [is_code_line(t) for t in spans]
         # The section's own heading, which the loader puts at the top of its text ("Installing rustup on Windows",
         # where "rustup on" reads like a command and a lower-case word like prose), is a heading whatever it looks like.
         own = _own_heading(p)
         owns = [bool(own) and normalize(t).strip() == own for t in spans]
-        heading = [_looks_like_heading(t) or bool(_CAPTION.match(t)) or o for t, o in zip(spans, owns, strict=True)]
+        heading = [looks_like_heading(t) or bool(CAPTION.match(t)) or o for t, o in zip(spans, owns, strict=True)]
         units: list[tuple[int, int, str]] = []  # (first statement, last statement, text)
         for pos, text in enumerate(spans):
             units.append((pos, pos, text))
-            complete = _ends_statement(text) or text.endswith((":", "："))
+            complete = ends_statement(text) or text.endswith((":", "："))
             if pos + 1 < len(spans) and len(text) + len(spans[pos + 1]) <= 500 \
                     and not text.endswith(("?", "？")) and complete and not heading[pos + 1] and not owns[pos] \
-                    and not (_is_row(text) and _is_row(spans[pos + 1])):
+                    and not (is_row(text) and is_row(spans[pos + 1])):
                 # The fact often follows the sentence that matches the question ("If you get linker errors,
                 # install a C compiler. For example, on Ubuntu, install build-essential."): a pair is a unit too.
                 # Not a heading or caption (no sentence end, no command) with the paragraph under it, nor a
@@ -504,7 +326,7 @@ def rank_sentences(
                 # Japanese runs on after "。", not after a command ("$ rustc --version" + "バージョンナンバー…").
                 # Not two entries of a table: the row under an option is another option ("-f, --ignore-case
                 # 大文字・小文字を区別しない" + "-g, --general-numeric-sort…" answered with both).
-                joiner = "" if query.lang == "ja" and _is_cjk(text[-1]) else " "
+                joiner = "" if query.lang == "ja" and is_cjk(text[-1]) else " "
                 units.append((pos, pos + 1, text + joiner + spans[pos + 1]))
         foreign = own_language and p.lang != query.lang
         for first, last, text in units:
@@ -521,7 +343,7 @@ def rank_sentences(
             own = sum(q_weight[t] for t in held) / total
             lexical = sum(q_weight[t] for t in held | titled) / total if held else own
             factor = off_topic
-            if not _ends_statement(text) and not (first == last and _is_row(text)):
+            if not ends_statement(text) and not (first == last and is_row(text)):
                 # Headings and fragments read badly as answers. A row of a table is whole without a full stop:
                 # "opt-level = 3", and "-n, --quiet, --silent suppress automatic printing of pattern space", which
                 # counted as a fragment where its option was over 40 characters from its end and lost to sed's "q".
@@ -532,13 +354,13 @@ def rank_sentences(
                 factor *= 0.3
             if any(leads_on[first : last + 1]):
                 factor *= 0.5  # "let's see what happens when ..." answers nothing
-            if len(_MARKUP.findall(text)) >= 3 or len(text) > 1200 \
+            if len(MARKUP.findall(text)) >= 3 or len(text) > 1200 \
                     or any(code[first : last + 1]):
                 factor *= 0.5  # a table row, an HTML tag, a line of code or a whole section is not one statement
             bonus = 0.0 if first == last else -PAIR_COST  # a pair must earn its second sentence
             if wants_number:
                 bonus += 0.1 if holds_number(text) else -0.05
-            if wants_code and _CODE.search(text):
+            if wants_code and CODE.search(text):
                 bonus += 0.1
             if wants_name and _NAMES.search(text):
                 bonus += 0.1
@@ -699,7 +521,7 @@ def pick_sentences(
         # An option's row is where a manual defines it; a sentence that names one in passing ("gunzip can
         # decompress files created by … compress -H or pack.") answers "which gzip option decompresses?" only
         # where no row comes as close ("-d --decompress --uncompress Decompress.").
-        candidates = [c for c in candidates if _is_row(c.text)] or candidates
+        candidates = [c for c in candidates if is_row(c.text)] or candidates
     # The gate reads the best sentence's evidence without the title. Reading that of the pair the answer may show
     # instead (`_widened`) changed no dev figure but refused 3 more of bench-agent's answerable questions (92.5% ->
     # 91.0% answered, 91.0% -> 89.5% citing the gold answer).
