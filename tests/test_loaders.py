@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from citerag.documents.loaders import _as_typeset, load_bytes, load_path, unwrap_lines
 from citerag.errors import DocumentError
+from citerag.search.sparse import tokenize
 
 from conftest import (
     SAMPLES,
@@ -408,6 +409,15 @@ def test_a_page_pdfminer_lays_out_reads_the_same_on_every_run(monkeypatch):
     (own_first, loaded_first), (own_second, loaded_second) = run(1), run(-1)
     assert own_first != own_second  # the tie is real: pdfminer's own reading changes with the addresses
     assert loaded_first == loaded_second == "ロンイダト"
+
+
+def test_a_glyph_pdfminer_cannot_map_reads_as_unicodes_unknown_character_not_as_words():
+    # pdfminer wrote such a glyph as "(cid:9999)", which search indexed as the words "cid" and "9999": pTeX's
+    # manuals, which discuss CID fonts, held 886 of them (bullets and math symbols).
+    pdf = make_cid_pdf([(72.0, 700.0, [928, 9999, 1007])])  # イ, a glyph number Adobe-Japan1 maps to nothing, ン
+    text = load_bytes(pdf, "file:///g.pdf", "g.pdf").sections[0].text
+    assert text == "イ\ufffdン"
+    assert "cid" not in tokenize(text)
 
 
 def test_zero_width_marks_beside_latin_text_are_dropped_and_kept_where_a_script_needs_them():
