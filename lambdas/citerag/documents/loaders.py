@@ -397,18 +397,21 @@ def _as_typeset(text: str, dropped: set[int]) -> str:
     """A page's text without its running header and footer, justified Japanese without the spaces between its
     characters, a contents entry's leader shortened to "…" (its dots are no sentence's end), and no zero-width
     marks beside Latin text ("‌tlmgr‌"), which no word starts with; between two letters of a script that writes
-    them (Persian, an emoji sequence) they stay."""
+    them (Persian, an emoji sequence) they stay. A control character is a glyph pypdf could not map, read as its
+    code (TeX's math fonts: "\x12" for a big parenthesis): U+FFFD, as pdfminer's are (documents/pdf_layout.py)."""
     out = []
     for i, line in enumerate(text.split("\n")):
         if i in dropped:
             continue
         if _SPACED_CJK.search(line):
             line = _CJK_GAP.sub("", line)
-        line = _ZERO_WIDTH.sub("", line)
+        line = _CONTROL.sub("\ufffd", _ZERO_WIDTH.sub("", line))
         out.append(_LEADER.sub(lambda m: f" … {m[1] or ''}".rstrip(), line))
     return "\n".join(out).strip()
 
 
+# Not "\t", "\n" or "\r": _tidy made them spaces and line breaks.
+_CONTROL = re.compile(r"[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _ZERO_WIDTH = re.compile(r"[\u200b\u2060\ufeff]|[\u200c\u200d](?=[\x00-\x7f]|$)|(?<=[\x00-\x7f])[\u200c\u200d]")
 
 
