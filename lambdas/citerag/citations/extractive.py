@@ -13,10 +13,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from citerag.citations.question_kinds import (
+    NAMES,
+    OPTION,
+    OPTION_WORDS,
+    WANTS_CODE,
+    WANTS_NAME,
+    WANTS_OPTION,
+    WANTS_PERSON,
+    asks_for_number,
+    number_evidence,
+)
 from citerag.citations.statements import (
     CAPTION,
     CODE,
-    LEADING_ENUMERATOR,
     MARKUP,
     ends_statement,
     is_cjk,
@@ -68,77 +78,6 @@ def answer_language(question: str) -> str:
 Similarity = Callable[[str, list[str]], list[float]]
 """(question, sentences) -> the embedded model's cosine of each sentence to the question."""
 
-# Question types and the evidence an answer to them carries (a number for "how many", a command for "how do I").
-_WANTS_NUMBER = re.compile(
-    r"\bhow (many|much|long|big|large|old|often)\b|\b(what|which) (range|size|year|percentage|share|version)\b"
-    r"|\b(maximum|minimum) (number|size|length|value)\b|\bwithin how\b|^when\b|いくつ|どのくらい|どれくらい"
-    r"|何(個|年|日|週|時間|分|秒|か月|ヶ月|カ月|月|人|歳|倍|度|回|件|台|種類|番目|割|桁|ビット|バイト|文字|パーセント|%)"
-    r"|範囲|サイズ|大きさ", re.I)
-_NUMBER = re.compile(r"\d|\b(one|two|three|four|five|six|seven|eight|nine|ten|twelve|hundred|fifty|thirty|sixty)\b"
-                     r"|[一二三四五六七八九十百千]", re.I)
-
-
-# A price or a fee is an amount of money, or none: "a two-year warranty" holds a number, not a price (asked for the
-# Kumo Pure 300's price, the manual's specifications were the answer). Not any "cost": "the runtime cost of Rc".
-_WANTS_MONEY = re.compile(r"\b(price|prices|fee|fees)\b|how much (?:does|do|did|will|would) .{1,60}\bcost\b"
-                          r"|いくら|値段|価格|料金|費用|何円|何ドル", re.I)
-_MONEY = re.compile(r"[$€£¥￥]\s?\d|\d\s?(?:円|ドル|ユーロ|(?:dollars?|euros?|pounds?|yen|usd|eur|jpy|gbp)\b)"
-                    r"|[万億千百十]円|\b(free|no charge|without charge|royalty-free)\b|無料|無償", re.I)
-
-
-def _wants_number(query: Query) -> bool:
-    return bool(_WANTS_NUMBER.search(query.text) or _WANTS_MONEY.search(query.text))
-
-
-def _holds_number(text: str) -> bool:
-    return bool(_NUMBER.search(LEADING_ENUMERATOR.sub("", text)))  # "3. Grant of…": a label, not a number
-
-
-# "How long…" and "When…" ask for a time, which is a number ("within 30 days") or a word that says one: "a perpetual
-# patent license", "terminate as of the date such litigation is filed". Dev: no figure moved; "How long does the
-# patent license … last?" is answered with the patent license's sentence instead of the copyright license's, which a
-# section number after it ("3. Grant of Patent License.") had let through.
-_WANTS_TIME = re.compile(r"\bhow long\b|^when\b", re.I)
-_TIME = re.compile(r"\b(dates?|days?|until|till|perpetual|permanent(ly)?|forever|indefinite(ly)?|immediately)\b",
-                   re.I)
-
-
-# "In what year…" is answered by a year, not by any number: "the Mozilla Public License, v. 2.0" is a version.
-_WANTS_YEAR = re.compile(r"\b(what|which) year\b|何年に|西暦", re.I)
-_YEAR = re.compile(r"(?<!\d)(?<!\d\.)(1[5-9]\d\d|20\d\d)(?!\d)(?!\.\d+(?![\d.]))|\d\s?年|[元一二三四五六七八九十]年")
-
-
-def _number_evidence(query: Query) -> Callable[[str], bool]:
-    """What tells a sentence answers a question that asks for a number (a year; a time, for "how long" and
-    "when"; money, for a price)."""
-    if _WANTS_MONEY.search(query.text):
-        return lambda text: bool(_MONEY.search(text))
-    if _WANTS_YEAR.search(query.text):
-        return lambda text: bool(_YEAR.search(normalize(text)))  # "２０１２年", "2012.05.01"; not "v. 2.0"
-    if _WANTS_TIME.search(query.text):
-        return lambda text: _holds_number(text) or bool(_TIME.search(text))
-    return _holds_number
-
-
-_WANTS_CODE = re.compile(r"\b(how (do|can|should) (i|you|we)|which (command|function|method|macro|flag|operator)"
-                         r"|what (command|function|method|macro|flag))\b|コマンド|関数|メソッド|マクロ|フラグ"
-                         r"|どうすれば|どうやって|方法", re.I)
-# "Which grep option…" is answered by an option ("-i", "--ignore-case"), as "how many" is by a number: a sentence
-# on the topic that names none ("grep prints each line that matches a pattern", for lines in blue) answers nothing.
-_WANTS_OPTION = re.compile(r"\b(which|what) (?:[\w.-]+ ){0,2}(?:option|flag|switch)(?:es|s)?\b|オプション|フラグ", re.I)
-_OPTION = re.compile(r"(?:^|[\s(\[,'\"`])--?[A-Za-z0-9]")
-_OPTION_WORDS = frozenset(term_id(t) for t in tokenize("option options flag flags switch switches オプション フラグ"))
-# A question that asks what something is called ("…を何というか", "What do people call…") is answered by the
-# sentence that names it ("この区域を雑居地といい、…", "…と呼ばれます", "…are called Rustaceans"), a question type like
-# numbers and commands. Not "what is returned when unwrap is called", "…ということです" or "a file named x.txt".
-# Dev: JaQuAD facts 85.5% -> 86.3%, nothing else moved.
-_WANTS_NAME = re.compile(r"何と(いう|言う|呼|いい|称)|(名前|名称|呼び名|あだ名)は(何|なん)(です|でしょう|か|[?？]|$)"
-                         r"|\bwhat(?:'s| is| are| was| were) (?:[\w-]+ ){0,5}called\b[?？]?\s*$"
-                         r"|\bwhat (?:do|does|did) (?:[\w-]+ ){1,6}call\b(?! (?:before|after|when|first))"
-                         r"|\bwhat(?:'s| is) the name of\b", re.I)
-_NAMES = re.compile(r"と(呼ば|呼ん|呼ぶ|称|名付)|といい[、,]|という(?!こと|わけ|の|よう|点|意味)"
-                    r"|\b(?:is|are|was|were|be) (?:called|named|termed)\b(?! (?:when|on|with|by|from|if|for|to|in))"
-                    r"|\bknown as\b", re.I)
 # Sentences that lead the reader on ("Next, we'll look at how to modify a vector.", "…どうなるか見てみましょう。"):
 # they restate the topic, often in the question's own words, and answer nothing.
 _NAVIGATION = re.compile(r"^(next|now|first|then|finally|in this section)?,?\s*(let[’']?s|let us|we[’']ll|we will)\s"
@@ -234,11 +173,11 @@ def content_terms(query: Query) -> set[int]:
         content = {term_id(t) for t in query.tokens
                    if not _HIRAGANA.search(t) and not _JA_ASKING.search(t) and t not in _JA_FILLER} \
             or set(query.term_ids)
-    if _WANTS_OPTION.search(query.text):
+    if WANTS_OPTION.search(query.text):
         # "Which option…" names the kind of answer, as 何 does: a manual's sentence on its options in general
         # ("下記のオプションを使って、何を数えて表示するかを選択できます。") held the word and outranked "-w, --words
         # 単語数を表示する".
-        content = content - _OPTION_WORDS or content
+        content = content - OPTION_WORDS or content
     return content | operators
 
 
@@ -279,10 +218,10 @@ def rank_sentences(
         for t in operators & q_weight.keys():
             q_weight[t] = words[-1]
     total = sum(q_weight.values()) or 1.0
-    wants_number = _wants_number(query)
-    holds_number = _number_evidence(query)
-    wants_code = bool(_WANTS_CODE.search(query.text))
-    wants_name = bool(_WANTS_NAME.search(query.text))
+    wants_number = asks_for_number(query)
+    holds_number = number_evidence(query)
+    wants_code = bool(WANTS_CODE.search(query.text))
+    wants_name = bool(WANTS_NAME.search(query.text))
     raw: list[tuple[int, int, int, str, float, float, float, float]] = []
     numbers = set(_QUESTION_NUMBER.findall(normalize(query.text).replace(",", "")))
     for rank, p in enumerate(usable):
@@ -362,7 +301,7 @@ def rank_sentences(
                 bonus += 0.1 if holds_number(text) else -0.05
             if wants_code and CODE.search(text):
                 bonus += 0.1
-            if wants_name and _NAMES.search(text):
+            if wants_name and NAMES.search(text):
                 bonus += 0.1
             raw.append((rank, first, last, text, lexical, factor, bonus, own))
     if not raw:
@@ -452,9 +391,6 @@ def _widened(candidates: list[Candidate]) -> Candidate:
     return best
 
 
-_WANTS_PERSON = re.compile(r"\b(who|whom)\b|誰|人物", re.I)
-
-
 def _named_subject(query: Query, usable: list[Passage], candidates: list[Candidate],
                    picked: list[Candidate]) -> Candidate | None:
     """For "who" questions, the lead sentence of the best passage when it names the passage's subject and the
@@ -462,7 +398,7 @@ def _named_subject(query: Query, usable: list[Passage], candidates: list[Candida
     its later sentences drop the subject ("…水が化合物であることを示した。"). JaQuAD dev 82.1% -> 83.8% facts."""
     best = picked[0]
     title = normalize(usable[best.rank].title).strip()
-    if len(title) < 2 or not _WANTS_PERSON.search(query.text) \
+    if len(title) < 2 or not WANTS_PERSON.search(query.text) \
             or any(title in normalize(c.text) for c in picked):
         return None
     return next((c for c in candidates if c.rank == best.rank and c.pos == c.last == 0
@@ -509,14 +445,14 @@ def pick_sentences(
     query, usable, candidates = rank_sentences(question, passages, stats, similarity=similarity,
                                                max_passages=max_passages)
     floor = _for(min_score, query.lang)
-    if floor > 0 and candidates and _WANTS_OPTION.search(query.text):
+    if floor > 0 and candidates and WANTS_OPTION.search(query.text):
         # Only an option answers "which option": "wcで単語数を表示するオプションは？" is answered by "-w, --words
         # 単語数を表示する", which ranked below the sentence that lists what wc counts, if it scores as a runner-up
         # would. Far below the best, an option is another option's ("-bail Stop after hitting an error." for one
         # that encrypts the database): the question is refused. A statement, not a pair: the option of a pair may be
         # the next row's (what wc counts + "-c, --bytes バイト数を表示する").
         top = candidates[0].score
-        candidates = [c for c in candidates if c.pos == c.last and _OPTION.search(c.text)
+        candidates = [c for c in candidates if c.pos == c.last and OPTION.search(c.text)
                       and c.score >= RUNNER_UP_RATIO * top]
         # An option's row is where a manual defines it; a sentence that names one in passing ("gunzip can
         # decompress files created by … compress -H or pack.") answers "which gzip option decompresses?" only
@@ -557,7 +493,7 @@ def pick_sentences(
     lead = _named_subject(query, usable, candidates, picked) if max_sentences > 1 else None
     if lead is not None:  # with the best sentence, which the lead alone would not show
         picked = [lead, *picked[: max_sentences - 1]]
-    if floor > 0 and _wants_number(query) and not any(map(_number_evidence(query), (c.text for c in picked))):
+    if floor > 0 and asks_for_number(query) and not any(map(number_evidence(query), (c.text for c in picked))):
         # "Which version of Visual Studio…", "Rustの安定版は何週間ごとに…": sentences on the topic that state no
         # number do not answer a question that asks for one. Dev: JA abstention recall 70% -> 80%, nothing else moved.
         return []
