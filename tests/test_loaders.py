@@ -421,16 +421,17 @@ def test_a_glyph_pdfminer_cannot_map_reads_as_unicodes_unknown_character_not_as_
 
 
 def test_a_glyph_pypdf_reads_as_a_control_character_is_unicodes_unknown_character():
-    # TeX's math fonts have no map to Unicode: pypdf gave a big parenthesis as "\x12", 1,133 control characters in
-    # LaTeX's own manuals, which went on into passages, JSON and prompts.
-    content = "BT /F1 12 Tf 72 700 Td (The sum \\022n\\023 is bounded.) Tj ET\n"
+    # TeX's math fonts have no map to Unicode: pypdf gave a big parenthesis as "\x12" or "\x00", a bullet as "\x88",
+    # 1,133 control characters in LaTeX's own manuals, which went on into passages, JSON and prompts ("\x00" was
+    # dropped, and the glyph with it).
+    content = "BT /F1 12 Tf 72 700 Td (The sum \\000n\\023 is bounded \\210 here.) Tj ET\n"
     pdf = make_raw_pdf([
         "<< /Type /Catalog /Pages 2 0 R >>", "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
         "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Resources << /Font << /F1 5 0 R >> >> "
         "/Contents 4 0 R >>",
         f"<< /Length {len(content)} >>\nstream\n{content}endstream",
         "<< /Type /Font /Subtype /Type1 /BaseFont /CMEX10 >>"])
-    assert load_bytes(pdf, "file:///m.pdf", "m.pdf").sections[0].text == "The sum \ufffdn\ufffd is bounded."
+    assert load_bytes(pdf, "file:///m.pdf", "m.pdf").sections[0].text == "The sum \ufffdn\ufffd is bounded \ufffd here."
 
 
 def test_zero_width_marks_beside_latin_text_are_dropped_and_kept_where_a_script_needs_them():

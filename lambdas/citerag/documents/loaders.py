@@ -137,7 +137,7 @@ def _load_pdf(data: bytes, name: str, max_pages: int) -> tuple[str | None, list[
         fonts = _page_fonts(page)
         _space_by_gaps(fonts, spaced)
         try:
-            pages.append(_tidy(page.extract_text() or ""))
+            pages.append(_tidy(_unmapped_glyphs(page.extract_text() or "")))
         except Exception as exc:
             raise DocumentError(f"PDF page {i} is corrupt ({type(exc).__name__})") from None
         if _unmapped_cjk_font(fonts):
@@ -308,6 +308,16 @@ def _fixed_pitch(descriptor: Any, widths: Any) -> bool:
     return bool(sizes) and max(sizes) <= 1.01 * min(sizes)
 
 
+# A control character in a PDF's text is a glyph with no map to Unicode, read as its code (TeX's math fonts: "\x12"
+# for a big parenthesis, "\x00" for another, "\x88" for a bullet): U+FFFD, as pdfminer's own are
+# (documents/pdf_layout.py). Not "\t", "\n" or "\r", which may be such glyphs too but cannot be told from spacing.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def _unmapped_glyphs(text: str) -> str:
+    return _CONTROL.sub("\ufffd", text)
+
+
 def _pdfminer_pages(data: bytes, numbers: list[int]) -> list[str] | None:
     """Those pages' text as pdfminer.six reads it, which maps Adobe's character collections to Unicode (pypdf, taking
     some glyph numbers for right-to-left letters, also reversed them: "非式公" for "非公式"). Text in forms too
@@ -322,7 +332,8 @@ def _pdfminer_pages(data: bytes, numbers: list[int]) -> list[str] | None:
         logging.getLogger("pdfminer").setLevel(logging.ERROR)
         # A text box is mostly a paragraph, but not always (a page's first line, under a running header): lines are
         # joined or not by unwrap_lines, as pypdf's are.
-        pages = [_tidy("\n".join(page_boxes(page))) for page in layout_pages(data, numbers, LAParams(all_texts=True))]
+        pages = [_tidy(_unmapped_glyphs("\n".join(page_boxes(page))))
+                 for page in layout_pages(data, numbers, LAParams(all_texts=True))]
     except Exception:  # pdfminer raises a wide range on files pypdf opened, or is missing from a stale install
         return None
     return pages if len(pages) == len(numbers) else None
@@ -397,21 +408,18 @@ def _as_typeset(text: str, dropped: set[int]) -> str:
     """A page's text without its running header and footer, justified Japanese without the spaces between its
     characters, a contents entry's leader shortened to "…" (its dots are no sentence's end), and no zero-width
     marks beside Latin text ("‌tlmgr‌"), which no word starts with; between two letters of a script that writes
-    them (Persian, an emoji sequence) they stay. A control character is a glyph pypdf could not map, read as its
-    code (TeX's math fonts: "\x12" for a big parenthesis): U+FFFD, as pdfminer's are (documents/pdf_layout.py)."""
+    them (Persian, an emoji sequence) they stay."""
     out = []
     for i, line in enumerate(text.split("\n")):
         if i in dropped:
             continue
         if _SPACED_CJK.search(line):
             line = _CJK_GAP.sub("", line)
-        line = _CONTROL.sub("\ufffd", _ZERO_WIDTH.sub("", line))
+        line = _ZERO_WIDTH.sub("", line)
         out.append(_LEADER.sub(lambda m: f" … {m[1] or ''}".rstrip(), line))
     return "\n".join(out).strip()
 
 
-# Not "\t", "\n" or "\r": _tidy made them spaces and line breaks.
-_CONTROL = re.compile(r"[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _ZERO_WIDTH = re.compile(r"[\u200b\u2060\ufeff]|[\u200c\u200d](?=[\x00-\x7f]|$)|(?<=[\x00-\x7f])[\u200c\u200d]")
 
 
