@@ -422,7 +422,7 @@ def test_a_glyph_pdfminer_cannot_map_reads_as_unicodes_unknown_character_not_as_
 
 def test_a_glyph_pypdf_reads_as_a_control_character_is_unicodes_unknown_character():
     # TeX's math fonts have no map to Unicode: pypdf gave a big parenthesis as "\x12" or "\x00", a bullet as "\x88",
-    # 1,133 control characters in LaTeX's own manuals, which went on into passages, JSON and prompts ("\x00" was
+    # 1,304 control characters in LaTeX's own manuals, which went on into passages, JSON and prompts ("\x00" was
     # dropped, and the glyph with it).
     content = "BT /F1 12 Tf 72 700 Td (The sum \\000n\\023 is bounded \\210 here.) Tj ET\n"
     pdf = make_raw_pdf([
