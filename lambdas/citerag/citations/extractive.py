@@ -29,14 +29,13 @@ from citerag.citations.statements import (
     CODE,
     MARKUP,
     ends_statement,
-    is_cjk,
     is_code_line,
     is_row,
     looks_like_heading,
     split_statements,
 )
 from citerag.documents.chunking import LINE_RANGE
-from citerag.documents.text import detect_language, normalize
+from citerag.documents.text import detect_language, is_cjk, normalize
 from citerag.search.passage import Passage
 from citerag.search.query import Query, analyze
 from citerag.search.sparse import CorpusStats, term_id, tokenize

@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 from citerag.citations import source_ids
 from citerag.citations.payload import body_text_cost, build_payload, dumps_body, message_payload
 from citerag.citations.session import string_map
+from citerag.documents.text import one_line
 from citerag.errors import DependencyError, FilterSyntaxError, QueryError
 from citerag.search import filters as flt_mod
 from citerag.search import packing
@@ -27,7 +28,6 @@ from citerag.search.query import Query, analyze
 Envelope = Callable[["ToolResult", str], dict[str, Any]]
 
 RETRY_ATTRIBUTE = "citerag_search_retries"
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffd]")
 
 ResponseState = Literal["REPROMPT", "FAILURE"] | None
 
@@ -164,9 +164,9 @@ def parse_parameters(parameters: Any, cfg: SearchToolConfig) -> tuple[dict[str, 
     query = raw.get("query")
     try:
         # Control characters from model output become spaces before the one query validation.
-        values["query"] = analyze(" ".join(_CONTROL.sub(" ", query).split()) if isinstance(query, str) else query)
+        values["query"] = analyze(one_line(query) if isinstance(query, str) else query)
     except QueryError as exc:
-        if isinstance(query, str) and _CONTROL.sub("", query).strip():
+        if isinstance(query, str) and one_line(query):
             problems["query"] = (f"{str(exc)[:1].upper()}{str(exc)[1:]}. Call search_documents again with only "
                                  "the key terms of the question.")
         else:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from citerag.documents.text import split_sentences
+from citerag.documents.text import is_cjk, split_sentences
 
 _TERMINAL = tuple("。．！.!」』）)")  # "．": Japanese set with "，．", as much technical writing is
 
@@ -196,10 +196,6 @@ def is_code_line(statement: str) -> bool:
     if not statement.endswith(";") or any(is_cjk(ch) for ch in statement):
         return False
     return sum(ch in '=;()[]{}"<>' for ch in statement) > 0.1 * len(statement)
-
-
-def is_cjk(ch: str) -> bool:
-    return "\u3000" <= ch <= "\u9fff" or "\uff00" <= ch <= "\uffef"
 
 
 def ends_statement(text: str) -> bool:

@@ -16,7 +16,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from citerag.documents.model import LoadedDocument, Section, content_hash_of, doc_id_for
-from citerag.documents.text import resolve_overstrike
+from citerag.documents.text import is_cjk, mark_unmapped_glyphs, resolve_overstrike
 from citerag.errors import DocumentError
 
 SUPPORTED_SUFFIXES = {
@@ -137,7 +137,7 @@ def _load_pdf(data: bytes, name: str, max_pages: int) -> tuple[str | None, list[
         fonts = _page_fonts(page)
         _space_by_gaps(fonts, spaced)
         try:
-            pages.append(_tidy(_unmapped_glyphs(page.extract_text() or "")))
+            pages.append(_tidy(mark_unmapped_glyphs(page.extract_text() or "")))
         except Exception as exc:
             raise DocumentError(f"PDF page {i} is corrupt ({type(exc).__name__})") from None
         if _unmapped_cjk_font(fonts):
@@ -308,16 +308,6 @@ def _fixed_pitch(descriptor: Any, widths: Any) -> bool:
     return bool(sizes) and max(sizes) <= 1.01 * min(sizes)
 
 
-# A control character in a PDF's text is a glyph with no map to Unicode, read as its code (TeX's math fonts: "\x12"
-# for a big parenthesis, "\x00" for another, "\x88" for a bullet): U+FFFD, as pdfminer's own are
-# (documents/pdf_layout.py). Not "\t", "\n" or "\r", which may be such glyphs too but cannot be told from spacing.
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-
-
-def _unmapped_glyphs(text: str) -> str:
-    return _CONTROL.sub("\ufffd", text)
-
-
 def _pdfminer_pages(data: bytes, numbers: list[int]) -> list[str] | None:
     """Those pages' text as pdfminer.six reads it, which maps Adobe's character collections to Unicode (pypdf, taking
     some glyph numbers for right-to-left letters, also reversed them: "非式公" for "非公式"). Text in forms too
@@ -332,7 +322,7 @@ def _pdfminer_pages(data: bytes, numbers: list[int]) -> list[str] | None:
         logging.getLogger("pdfminer").setLevel(logging.ERROR)
         # A text box is mostly a paragraph, but not always (a page's first line, under a running header): lines are
         # joined or not by unwrap_lines, as pypdf's are.
-        pages = [_tidy(_unmapped_glyphs("\n".join(page_boxes(page))))
+        pages = [_tidy(mark_unmapped_glyphs("\n".join(page_boxes(page))))
                  for page in layout_pages(data, numbers, LAParams(all_texts=True))]
     except Exception:  # pdfminer raises a wide range on files pypdf opened, or is missing from a stale install
         return None
@@ -448,7 +438,7 @@ def _carried_over(pages: list[str]) -> list[str]:
         head = pages[p + 1][len(header) :]
         last = lines[-1].rstrip()
         if _width(last) < 0.7 * full or last.endswith(_TERMINAL) or _LEADER_END.search(last) \
-                or _NUMBERED_HEADING.match(head) or (head[:1].isupper() and not _is_cjk(last[-1])):
+                or _NUMBERED_HEADING.match(head) or (head[:1].isupper() and not is_cjk(last[-1])):
             continue
         end = _SENTENCE_END.search(head, 0, CARRIED_MAX_CHARS)
         if end is None or "\n\n" in head[: end.end()]:
@@ -489,7 +479,7 @@ def unwrap_lines(text: str) -> str:
                 and not prev.endswith(_TERMINAL) and not _LEADER_END.search(prev) \
                 and not (_PAGE_END.search(prev) and _NUMBERED_HEADING.match(line)
                          and (_PAGE_END.search(line.rstrip()) or _LEADER_END.search(line.rstrip()))):
-            joiner = "" if (_is_cjk(prev[-1]) or _is_cjk(line[0]) or prev.endswith("-")) else " "
+            joiner = "" if (is_cjk(prev[-1]) or is_cjk(line[0]) or prev.endswith("-")) else " "
             out[-1] = out[-1].rstrip() + joiner + line.lstrip()
         else:
             out.append(line)
@@ -514,10 +504,6 @@ _LEADER_END = re.compile(r" …(?: \d+| [ivxlc]+)?$", re.I)  # a contents entry,
 # A chapter's contents entry has no leader: its page number, then the next entry, a number, a title and a page
 # ("1 はじめに 5" / "1.1 背景 … 5"). Two Japanese entries are as wide as a full line.
 _PAGE_END = re.compile(r"\s\d+$")
-
-
-def _is_cjk(ch: str) -> bool:
-    return "\u3000" <= ch <= "\u9fff" or "\uff00" <= ch <= "\uffef"
 
 
 # --- Markdown ------------------------------------------------------------------------------------------------
@@ -574,7 +560,7 @@ def _load_markdown(data: bytes, name: str, max_pages: int) -> tuple[str | None, 
             # A paragraph wrapped in the source is one line when rendered: sentences must come out whole.
             prev = buf[-1].rstrip()
             new = quoted.strip()
-            joiner = "" if prev and new and (_is_cjk(prev[-1]) or _is_cjk(new[0])) else " "
+            joiner = "" if prev and new and (is_cjk(prev[-1]) or is_cjk(new[0])) else " "
             # Again: a link or an inline tag may span the joined lines.
             buf[-1] = _strip_md_inline(_inline_html(prev + joiner + new))
         else:

@@ -35,6 +35,32 @@ def strip_controls(text: str) -> str:
     return _CONTROLS_RE.sub("", text)
 
 
+# The same but carriage return: in a PDF's text a control character is a glyph with no map to Unicode, read as its
+# code (TeX's math fonts: "\x12" or "\x00" for a big parenthesis, "\x88" for a bullet). "\t", "\n" and "\r" may
+# be such glyphs too, but cannot be told from spacing.
+_GLYPH_CODES_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def mark_unmapped_glyphs(text: str) -> str:
+    """A PDF's text with each glyph read as a control character as U+FFFD, Unicode's "unknown"."""
+    return _GLYPH_CODES_RE.sub("\ufffd", text)
+
+
+# What a question or search query is cleaned of: control characters, and U+FFFD (a byte a client could not decode).
+_NOT_WORDS_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffd]")
+
+
+def one_line(text: str) -> str:
+    """A question as one line of words: control characters and U+FFFD as spaces, each run of space as one."""
+    return " ".join(_NOT_WORDS_RE.sub(" ", text).split())
+
+
+def is_cjk(ch: str) -> bool:
+    """A character of CJK text or punctuation, full-width forms included: where a line break or a space between two
+    of them is no word's end."""
+    return "\u3000" <= ch <= "\u9fff" or "\uff00" <= ch <= "\uffef"
+
+
 # A character and a backspace: nroff's overstrike, as `man` writes a page to a pipe ("g\bgr\bre\bep\bp" is a bold
 # "grep", "_\bF" an underlined "F"). What was struck over is dropped, as `col -b` does; read any other way the page is
 # "ggrreepp", a word no question matches.

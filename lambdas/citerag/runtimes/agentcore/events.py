@@ -14,7 +14,6 @@ data) and internals, so none is ever forwarded.
 
 from __future__ import annotations
 
-import re
 import uuid
 from collections.abc import Iterable
 from typing import Any, Literal
@@ -23,10 +22,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from citerag.citations.answer import Answer
 from citerag.citations.answer_wire import from_wire, to_wire
+from citerag.documents.text import one_line
 from citerag.errors import CiteragError, DependencyError
 
 MAX_PROMPT_CHARS = 4_000
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffd]")
 MAX_PAYLOAD_BYTES = 64_000  # generous for a question and an access object; the service allows 100 MB
 
 
@@ -80,7 +79,7 @@ def parse_invocation(payload: Any) -> Invocation:
         raise BadInvocation(f"{where!r} is not valid: {err['msg']}") from None
     if not inv.prompt.strip():
         raise BadInvocation("'prompt' is blank")
-    question = " ".join(_CONTROL.sub(" ", inv.prompt).split())
+    question = one_line(inv.prompt)
     if not question:
         raise BadInvocation("'prompt' has no text, only control characters")
     return inv.model_copy(update={"prompt": question})
