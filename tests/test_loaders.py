@@ -72,6 +72,18 @@ def test_markdown_html_comments_are_not_document_text():
     assert doc.sections[0].section == "データ型"
 
 
+def test_markdown_link_reference_definitions_are_not_document_text():
+    # The Rust book ends each section with its link targets; search found that list for any question on the topic.
+    md = (b"# Vectors\n\nSee the [API docs][vec-api] and the [Nomicon][nomicon].\n\n"
+          b"[vec-api]: ../std/vec/struct.Vec.html\n  [nomicon]: <../nomicon/vec/vec.html> \"The Rustonomicon\"\n\n"
+          b"A vector grows.[^1]\n\n"
+          b"[^1]: Footnotes are shown.\n\n```toml\n[dependencies]: not a link here\n```\n")
+    text = load_bytes(md, "file:///x.md", "x.md").sections[0].text
+    assert "struct.Vec.html" not in text and "nomicon/vec" not in text and "Rustonomicon" not in text
+    assert "See the API docs and the Nomicon." in text
+    assert "Footnotes are shown." in text and "[dependencies]: not a link here" in text
+
+
 def test_html_title_and_readable_text_without_scripts_or_nav():
     doc = load_path(SAMPLES / "release-notes.html")
     assert doc.title == "Kumo Pure 300 firmware release notes"

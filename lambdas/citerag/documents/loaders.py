@@ -509,6 +509,9 @@ _PAGE_END = re.compile(r"\s\d+$")
 # --- Markdown ------------------------------------------------------------------------------------------------
 
 _MD_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
+# CommonMark's link reference definition: up to three spaces, a label, a colon, a destination. Not a footnote
+# ("[^1]: …"), which is shown.
+_MD_LINK_DEFINITION = re.compile(r"^ {0,3}\[(?!\^)[^\]]{1,999}\]:\s*\S+\s*(?:[\"'(].*)?$")
 
 
 def _load_markdown(data: bytes, name: str, max_pages: int) -> tuple[str | None, list[Section]]:
@@ -545,8 +548,11 @@ def _load_markdown(data: bytes, name: str, max_pages: int) -> tuple[str | None, 
             buf.append(heading)
             prose_open = False
             continue
-        if fence_mark or line.lstrip().startswith("{{#"):
-            # A fence marker or an mdBook include directive is markup, not text a reader sees.
+        if fence_mark or line.lstrip().startswith("{{#") or (not in_fence and _MD_LINK_DEFINITION.match(line)):
+            # A fence marker, an mdBook include directive or a link reference definition ("[vec-api]:
+            # ../std/vec/struct.Vec.html") is markup, not text a reader sees. The Rust book ends its sections with
+            # such lists, which search found for any question about the section's topic and a Japanese question
+            # about vectors got as its one relevant English passage.
             prose_open = False
             continue
         if not in_fence and line.lstrip().startswith("<"):
