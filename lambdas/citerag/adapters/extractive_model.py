@@ -14,7 +14,7 @@ from typing import Any
 from citerag.citations import claude_format as cf
 from citerag.citations import messages_format as mf
 from citerag.citations.chat import ModelOutput, approx_tokens, messages_of, tool_results_of
-from citerag.citations.extractive import NOT_FOUND, Answering, answer_language
+from citerag.citations.extractive import NOT_FOUND, Answering, answer_language, not_found
 from citerag.citations.graders import grade
 from citerag.citations.payload import results_of
 from citerag.documents.text import detect_language
@@ -103,8 +103,8 @@ class ExtractiveClaudeModel:
         body = body if isinstance(body, dict) else {}
         hits = results_of(body)
         lang = answer_language(question)
-        if hits:
-            passages = [p.model_copy(update={"lang": detect_language(p.text)}) for p in hits]
+        passages = [p.model_copy(update={"lang": detect_language(p.text)}) for p in hits]
+        if passages:
             picked = self.answering.pick(question, passages)
             if picked:
                 # Document text is data: escaped, so a passage holding "</text><sources>..." cannot add an
@@ -117,11 +117,11 @@ class ExtractiveClaudeModel:
         if body.get("hint") and searches < 2:
             rewritten = " ".join(dict.fromkeys(re.findall(r"[\w\u3040-\u30ff\u4e00-\u9fff]+", question))) or question
             return self._call(tool, rewritten, "Nothing relevant was found; I retry with the key terms only.")
-        message = body.get("error") or NOT_FOUND.get(lang, NOT_FOUND["en"])
+        message = not_found(lang, passages)  # names documents: escaped below, as any document text
         if body.get("error"):
             message = ("Document search is temporarily unavailable. Please try again later." if lang == "en"
                        else "現在ドキュメント検索を利用できません。しばらくしてからもう一度お試しください。")
-        return f"<thinking>The documents do not answer this.</thinking><answer><answer_part><text>{message}" \
+        return f"<thinking>The documents do not answer this.</thinking><answer><answer_part><text>{_xml(message)}" \
                "</text></answer_part></answer>"
 
     @staticmethod

@@ -12,6 +12,7 @@ Everything downstream (the tool, the id checks, grading, masking, events) is the
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import uuid
@@ -22,7 +23,7 @@ from strands.models.model import Model
 
 from citerag.adapters.extractive_model import ExtractiveClaudeModel
 from citerag.citations.chat import approx_tokens
-from citerag.citations.extractive import NOT_FOUND, Answering, answer_language
+from citerag.citations.extractive import Answering, answer_language, not_found
 from citerag.citations.payload import results_of
 from citerag.citations.tool import FUNCTION_NAME
 from citerag.citations.verified import REPROMPT_MARKERS
@@ -91,8 +92,9 @@ class OfflineAgentModel(Model):
             message = ("Document search is temporarily unavailable. Please try again later." if lang == "en"
                        else "現在ドキュメント検索を利用できません。しばらくしてからもう一度お試しください。")
         else:
-            message = NOT_FOUND.get(lang, NOT_FOUND["en"])
-        text = message if self.native else f"<answer><answer_part><text>{message}</text></answer_part></answer>"
+            message = not_found(lang, [p.model_copy(update={"lang": detect_language(p.text)}) for p in passages])
+        text = message if self.native else \
+            f"<answer><answer_part><text>{html.escape(message, quote=False)}</text></answer_part></answer>"
         for ev in _text_turn([(text, [])], prompt_size):
             yield ev
 

@@ -35,7 +35,7 @@ from citerag.citations.statements import (
     split_statements,
 )
 from citerag.documents.chunking import LINE_RANGE
-from citerag.documents.text import detect_language, is_cjk, normalize
+from citerag.documents.text import detect_language, is_cjk, normalize, one_line
 from citerag.search.passage import Passage
 from citerag.search.query import Query, analyze
 from citerag.search.sparse import CorpusStats, term_id, tokenize
@@ -44,6 +44,28 @@ NOT_FOUND = {
     "en": "The documents do not answer this question.",
     "ja": "ドキュメントには、この質問への回答が見つかりませんでした。",
 }
+# When every passage search found is in the other language: this answerer quotes and cannot translate, and the
+# model's cosines across languages do not pick the sentence that answers (README "Questions in one language,
+# documents in another"), so it says where the passages are and how to get an answer quoted from them.
+_ELSEWHERE = {
+    "en": "The documents do not answer this question in English. The passages search found are in Japanese "
+          "({titles}); ask in Japanese to get an answer quoted from them.",
+    "ja": "ドキュメントには、この質問への日本語の回答が見つかりませんでした。検索で見つかった箇所は英語の文書"
+          "（{titles}）にあります。英語で質問すると、その文書から引用して回答します。",
+}
+TITLE_CHARS = 80
+
+
+def not_found(lang: str, passages: list[Passage]) -> str:
+    """What to say when no sentence answers: NOT_FOUND, naming the documents in the other language when the relevant
+    passages are all in it (a Japanese question over an English manual)."""
+    lang = lang if lang in NOT_FOUND else "en"
+    relevant = [p for p in passages if p.relevant]
+    if not relevant or any(p.lang == lang for p in relevant) or any(p.lang not in NOT_FOUND for p in relevant):
+        return NOT_FOUND[lang]
+    titles = list(dict.fromkeys(one_line(p.title)[:TITLE_CHARS] for p in relevant if one_line(p.title)))[:2]
+    separator = "、" if lang == "ja" else ", "
+    return _ELSEWHERE[lang].format(titles=separator.join(titles) or "?")
 
 
 # Abstention for the bundled model, tuned per language on the dev splits of datasets/answers and JaQuAD (README

@@ -38,11 +38,21 @@ class SearchConfig(BaseModel):
     # passage); a hit is relevant when relevance >= min_relevance. Without a dense score (sparse-only
     # fallback) coverage alone must reach min_coverage. Calibrated on the samples and JaQuAD (README).
     min_relevance: float = 0.85
+    # A hit in another language than the query holds none of its words (but names such as "rustup"), and the model's
+    # cosines across languages run lower: such a hit is graded against its own bar (None: min_relevance).
+    min_relevance_cross: float | None = None
     coverage_weight: float = 0.25
     min_coverage: float = 0.5
     expand_parents: bool = False
     max_parent_chars: int = 3000
     timeout_s: float = 10.0
+
+
+def _bar(cfg: SearchConfig, q: Query, hit: Passage) -> float:
+    """The relevance a hit must reach: a Japanese question over an English manual is graded as such."""
+    if cfg.min_relevance_cross is None or hit.lang == q.lang:
+        return cfg.min_relevance
+    return cfg.min_relevance_cross
 
 
 @dataclass
@@ -189,7 +199,7 @@ class SearchPipeline:
                     hit.relevant = hit.coverage >= cfg.min_coverage
                 else:
                     hit.relevance = hit.dense_score + cfg.coverage_weight * hit.coverage
-                    hit.relevant = hit.relevance >= cfg.min_relevance
+                    hit.relevant = hit.relevance >= _bar(cfg, q, hit)
             hits.append(hit)
         if cfg.expand_parents and hits:
             t = time.perf_counter()
