@@ -246,3 +246,20 @@ def test_native_citations_by_index_only_are_resolved_or_rejected(native):
     (search,) = of(ok, "search")
     assert ok[-1]["answered"] and ok[-1]["citations"][0]["sources"][0]["source_id"] == search["sources"][0]["source_id"]
     assert [r["ids"] for r in of(bad, "reprompt")] == [["#40"], ["#41"]] and not bad[-1]["answered"]
+
+
+def test_the_offline_model_shows_a_sentence_with_markup_characters_exactly_as_the_document_has_it(tmp_path):
+    # The offline model writes its answer in the tagged format the parser reads and unescapes: a sentence about
+    # "Vec<i32>" lost "<i32>" as a tag and "&lt;" turned into "<", so the sentence shown was not the document's.
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    sentence = "The vector type Vec&lt;i32&gt; is written as Vec<i32> in code & holds numbers."
+    (docs / "types.md").write_text(f"# Types\n\n{sentence}\n", encoding="utf-8")
+    comps = components(tmp_path)
+    comps.ingestor().ingest_paths([docs])
+    final = run(comps.agentcore_agent(OfflineAgentModel(native=False)),
+                "How is the vector type Vec written in code?")[-1]
+    assert final["answered"]
+    (c,) = final["citations"]
+    assert c["text"] == sentence and c["sources"][0]["uri"].endswith("types.md")
+    assert c["sources"][0]["excerpt"].endswith(sentence)

@@ -77,8 +77,10 @@ class OfflineAgentModel(Model):
                 blocks = [(p.sentence, [_citation(passages[index[p.source_id]], index[p.source_id], p.sentence)])
                           for p in picked]
                 if not self.native:
-                    parts = "".join(f"<answer_part><text>{text}</text><sources><source>{c[0]['source']}</source>"
-                                    "</sources></answer_part>" for text, c in blocks)
+                    # Document text is data: escaped, as the parser unescapes what it reads ("Vec<i32>" is no tag).
+                    parts = "".join(f"<answer_part><text>{html.escape(text, quote=False)}</text><sources><source>"
+                                    f"{html.escape(c[0]['source'], quote=False)}</source></sources></answer_part>"
+                                    for text, c in blocks)
                     blocks = [(f"<answer>{parts}</answer>", [])]
                 for ev in _text_turn(blocks, prompt_size):
                     yield ev
