@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pydantic import BaseModel
 
 from citerag.citations.claude_format import AnswerPart
+from citerag.documents.text import detect_language
 from citerag.search.query import Query, analyze
 from citerag.search.sparse import tokenize
 
@@ -20,8 +21,20 @@ class Grades(BaseModel):
 
 
 def support(claim: str, passage: str) -> float:
-    """Share of the claim's terms (stemmed words, CJK bigrams) that occur in the passage."""
-    return _share(tokenize(claim), passage)
+    """Share of the claim's terms (stemmed words, CJK bigrams) that occur in the passage.
+
+    A claim in the other language than its passage (a Japanese answer from an English manual) shares no words with
+    it, so its anchors are checked instead: the numbers and identifiers it states ("E2", "64", "f64") and, in a
+    Japanese claim, the words it writes in Latin script ("rustup", "push"), which a translation keeps and an
+    invented claim gets wrong. A claim with no anchor cannot be checked that way. Its words still count: a passage
+    read as Japanese may hold English paragraphs (a manual translated in part), which a claim quotes word for word."""
+    terms = tokenize(claim)
+    share = _share(terms, passage)
+    claim_lang = detect_language(claim)
+    if share == 1.0 or claim_lang == detect_language(passage):
+        return share
+    anchors = [t for t in terms if t.isascii() and (claim_lang == "ja" or any(c.isdigit() for c in t))]
+    return max(share, _share(anchors, passage))
 
 
 def _share(terms: Sequence[str], passage: str) -> float:

@@ -106,6 +106,14 @@ def finish(question: str | Query, parts: Sequence[AnswerPart], returned: Mapping
 
 
 def _shares_terms(question: str | Query, passage: str) -> bool:
-    terms = analyze(question).tokens
+    query = analyze(question)
+    terms = query.tokens
+    if query.lang != detect_language(passage):
+        # A Japanese question over an English passage shares only its anchors ("E2", "rustup"): those must be
+        # there when it has any; without, the passage's relevance is what search graded (README "Questions in one
+        # language, documents in another").
+        terms = [t for t in terms if t.isascii() and (query.lang == "ja" or any(c.isdigit() for c in t))]
+        if not terms:
+            return True
     present = set(tokenize(passage))
     return any(t in present for t in terms)
