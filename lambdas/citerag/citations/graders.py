@@ -33,8 +33,13 @@ def support(claim: str, passage: str) -> float:
     claim_lang = detect_language(claim)
     if share == 1.0 or claim_lang == detect_language(passage):
         return share
-    anchors = [t for t in terms if t.isascii() and (claim_lang == "ja" or any(c.isdigit() for c in t))]
-    return max(share, _share(anchors, passage))
+    return max(share, _share(anchors(terms, claim_lang), passage))
+
+
+def anchors(terms: Sequence[str], lang: str) -> list[str]:
+    """The terms of a text in `lang` that a text in the other language writes the same: numbers and identifiers
+    ("e2", "64", "f64") and, of a Japanese text, its Latin-script words ("rustup")."""
+    return [t for t in terms if t.isascii() and (lang == "ja" or any(c.isdigit() for c in t))]
 
 
 def _share(terms: Sequence[str], passage: str) -> float:

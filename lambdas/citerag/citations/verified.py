@@ -19,7 +19,7 @@ from citerag.citations import source_ids
 from citerag.citations.answer import Answer, Citation
 from citerag.citations.claude_format import AnswerPart
 from citerag.citations.excerpts import as_source
-from citerag.citations.graders import grade, support
+from citerag.citations.graders import anchors, grade, support
 from citerag.citations.pii import PiiMasker
 from citerag.documents.text import detect_language
 from citerag.search.passage import Passage
@@ -112,7 +112,7 @@ def _shares_terms(question: str | Query, passage: str) -> bool:
         # A Japanese question over an English passage shares only its anchors ("E2", "rustup"): those must be
         # there when it has any; without, the passage's relevance is what search graded (README "Questions in one
         # language, documents in another").
-        terms = [t for t in terms if t.isascii() and (query.lang == "ja" or any(c.isdigit() for c in t))]
+        terms = anchors(terms, query.lang)
         if not terms:
             return True
     present = set(tokenize(passage))
