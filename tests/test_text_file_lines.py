@@ -43,6 +43,22 @@ def test_a_sentence_the_passage_does_not_hold_keeps_the_passages_lines():
     assert src.section == "lines 3-7" and src.excerpt.startswith("Intro.")
 
 
+def test_a_sentence_in_the_other_language_is_shown_over_the_statement_it_translates():
+    # A Japanese answer from an English file: the excerpt is the English sentence that states it, on its line, not
+    # the passage's first 300 characters, so a reader checks the claim against what the document says.
+    manual = "Error codes.\nError E1 means the filter is full.\nError E2 means the air quality sensor is dirty.\n"
+    answer = "エラーE2は、センサーが汚れていることを意味します。"
+    src = as_source(passage(manual, "lines 1-3", "file:///d/manual.txt"), answer)
+    assert src.excerpt == "Error E2 means the air quality sensor is dirty." and src.section == "line 3"
+    # Personal data the answer masked stays masked in the statement shown.
+    notes = "Intro.\nError E2: call bob@example.com at night.\n"
+    src = as_source(passage(notes, "lines 1-2"), "エラーE2のときは[EMAIL]に電話してください。",
+                    mask=lambda t: t.replace("bob@example.com", "[EMAIL]"))
+    assert src.excerpt == "Error E2: call [EMAIL] at night."
+    # Nothing it names is in the passage (a paraphrase): the passage's start, as before.
+    assert as_source(passage(manual, "lines 1-3"), "センサーを掃除してください。").excerpt.startswith("Error codes.")
+
+
 def test_a_markdown_heading_that_reads_like_a_line_range_is_a_heading():
     src = as_source(passage(section="line 5", uri="file:///d/notes.md"), "The end.")
     assert src.section == "line 5"

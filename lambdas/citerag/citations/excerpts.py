@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from citerag.citations.graders import anchors
 from citerag.citations.pii import MASK_LABEL, PiiMasker
+from citerag.citations.statements import split_statements
 from citerag.documents.chunking import first_line, line_bounds, line_range, lines_label
+from citerag.documents.text import detect_language
 from citerag.search.passage import Passage
+from citerag.search.sparse import tokenize
 
 EXCERPT_CHARS = 300
 MASKED_VALUE_CHARS = 80  # a masked value (an address, a number) is short
@@ -15,10 +19,11 @@ MASK_MARGIN = 320  # longer than any value a rule masks (an e-mail address is at
 
 
 def excerpt(shown: str, passage: str, limit: int = EXCERPT_CHARS, mask: Callable[[str], str] | None = None) -> str:
-    """The cited sentence as the answer shows it (masked values stay masked) when the passage holds it; else (a
-    model's paraphrase) the passage's start, masked like the answer (`mask`, else the default rules): what the
-    answer hides must not appear under its source. Masked before it is cut, so a value the cut splits is whole
-    when the rules read it."""
+    """The cited sentence as the answer shows it (masked values stay masked) when the passage holds it; else the
+    passage's statement a sentence in the other language translates (`translated`); else (a model's paraphrase)
+    the passage's start. Passage text is masked like the answer (`mask`, else the default rules): what the answer
+    hides must not appear under its source. Masked before it is cut, so a value the cut splits is whole when the
+    rules read it."""
     return _excerpt(shown, passage, _find(passage, shown) is not None, mask, limit)
 
 
@@ -31,22 +36,43 @@ def as_source(passage: Passage, shown: str, mask: Callable[[str], str] | None = 
     lines grow to take this one in."""
     first = first_line(passage.section, passage.uri)
     needs_excerpt = earlier is None and sentence is None
-    span = _find(passage.text, shown) if first is not None or needs_excerpt else None
+    found = _find(passage.text, shown) if first is not None or needs_excerpt else None
+    span = found or (translated(shown, passage.text) if first is not None or needs_excerpt else None)
     lines = line_range(passage.text, *span, first_line=first) if span and first is not None else None
     if earlier is not None:
         if first is not None:  # a sentence not found in the passage is somewhere in all of its lines
             earlier.section = _spanning(earlier.section, lines or passage.section or "")
         return earlier
-    text = sentence[:EXCERPT_CHARS] if sentence is not None else _excerpt(shown, passage.text, span is not None, mask)
+    text = sentence[:EXCERPT_CHARS] if sentence is not None else \
+        _excerpt(shown, passage.text, found is not None, mask, span=span)
     return passage.model_copy(update={"excerpt": text, "section": lines or passage.section})
 
 
 def _excerpt(shown: str, passage: str, held: bool, mask: Callable[[str], str] | None,
-             limit: int = EXCERPT_CHARS) -> str:
+             limit: int = EXCERPT_CHARS, *, span: tuple[int, int] | None = None) -> str:
+    """`span`: where the passage states what `shown` translates, when the caller looked it up already."""
     if held:
         return " ".join(shown.split())[:limit]
-    start = " ".join(passage.split())[: limit + MASK_MARGIN]
+    span = span or translated(shown, passage)
+    start = " ".join((passage[span[0]:span[1]] if span else passage).split())[: limit + MASK_MARGIN]
     return (mask or _default_mask)(start)[:limit]
+
+
+def translated(shown: str, passage: str) -> tuple[int, int] | None:
+    """Where the passage states what a sentence in the other language says ("エラーE2は、センサーが汚れていることを
+    意味します。" from "Error E2 means the air quality sensor is dirty."): the statement that holds the most of the
+    sentence's anchors (its numbers and identifiers, graders.anchors), the first of equals. None when the two are in
+    one language, or no statement holds an anchor: a paraphrase, whose excerpt is the passage's start."""
+    lang = detect_language(shown)
+    if lang == detect_language(passage):
+        return None
+    wanted = set(anchors(tokenize(shown), lang))
+    best, held = None, 0
+    for statement in split_statements(passage, lines_wrap=False) if wanted else ():
+        n = len(wanted & set(tokenize(statement)))
+        if n > held:
+            best, held = statement, n
+    return _find(passage, best) if best else None
 
 
 def _spanning(section: str | None, lines: str) -> str:
