@@ -69,9 +69,9 @@ class OfflineAgentModel(Model):
             return
         body, passages = results[-1]
         lang = answer_language(question)
+        read = [p.model_copy(update={"lang": detect_language(p.text)}) for p in passages]
         if passages:
-            picked = self.answering.pick(question, [p.model_copy(update={"lang": detect_language(p.text)})
-                                               for p in passages])
+            picked = self.answering.pick(question, read)
             if picked:
                 index = {p.source_id: i for i, p in enumerate(passages)}
                 blocks = [(p.sentence, [_citation(passages[index[p.source_id]], index[p.source_id], p.sentence)])
@@ -94,7 +94,7 @@ class OfflineAgentModel(Model):
             message = ("Document search is temporarily unavailable. Please try again later." if lang == "en"
                        else "現在ドキュメント検索を利用できません。しばらくしてからもう一度お試しください。")
         else:
-            message = not_found(lang, [p.model_copy(update={"lang": detect_language(p.text)}) for p in passages])
+            message = not_found(lang, read)
         text = message if self.native else \
             f"<answer><answer_part><text>{html.escape(message, quote=False)}</text></answer_part></answer>"
         for ev in _text_turn([(text, [])], prompt_size):
