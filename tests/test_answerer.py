@@ -433,6 +433,23 @@ def test_a_price_is_answered_by_an_amount_of_money_or_not_at_all(question):
     assert "$199" in pick_sentences(question, [priced], min_score=0.1, max_sentences=1)[0].sentence
 
 
+def test_a_japanese_count_is_answered_by_a_number_in_the_unit_it_asks_for():
+    # JaQuAD's near miss: asked Alexandria's population, the article's snowfall record ("23.1cm") was the answer.
+    city = Passage(source_id="S1", title="アレクサンドリア", lang="ja",
+                   text="アレクサンドリアの人口は古代から多かった。アレクサンドリアの最多降雪記録は23.1cmである。")
+    assert pick_sentences("アレクサンドリアの人口は何人ですか。", [city], min_score=0.3) == []
+    # A count in a unit that says the same: 名 counts people as 人 does, 才 years of age as 歳.
+    bus = Passage(source_id="S1", title="飛騨川バス転落事故", lang="ja",
+                  text="1968年、観光バス2台が飛騨川に転落した。この事故で104名の死者を出した。")
+    picked = pick_sentences("飛騨川バス転落事故での死亡者は何人でしたか。", [bus], min_score=0.3)
+    assert "104名" in " ".join(p.sentence for p in picked)
+    boy = Passage(source_id="S1", title="ベル", lang="ja", text="1847年に生まれたベルは、十才でミドルネームを得た。")
+    assert pick_sentences("ベルがミドルネームを得たのは何歳のときですか？", [boy], min_score=0.3)
+    # "何年に" still takes a year however it is written.
+    dated = Passage(source_id="S1", title="図書館", lang="ja", text="新図書館は2012.05.01に開館した。")
+    assert pick_sentences("新図書館は何年に開館しましたか？", [dated], min_score=0.3)
+
+
 def test_which_option_is_answered_by_an_option_or_not_at_all():
     # sqlite3's man page says how to open a database, and names no option that encrypts one.
     sqlite = Passage(source_id="S1", title="man-sqlite3", section="lines 16-20", text=(

@@ -50,13 +50,34 @@ _WANTS_YEAR = re.compile(r"\b(what|which) year\b|何年に|西暦", re.I)
 _YEAR = re.compile(r"(?<!\d)(?<!\d\.)(1[5-9]\d\d|20\d\d)(?!\d)(?!\.\d+(?![\d.]))|\d\s?年|[元一二三四五六七八九十]年")
 
 
+# "何人…", "何歳…", "何か月…": a Japanese count names its unit (a counter), and the sentence that answers it states the
+# number with that unit ("104名の死者", "10歳のとき"); a number in another unit answers another question ("23.1cm",
+# a snowfall, for Alexandria's population). Each counter with the ones that say the same: 名 counts people as 人 does.
+_COUNTERS = {
+    "人": "人|名", "名": "名|人", "歳": "歳|才", "才": "才|歳", "年": "年", "月": "月", "日": "日", "週": "週",
+    "時間": "時間", "分": "分", "秒": "秒", "か月": "か月|ヶ月|カ月|ケ月|ヵ月|箇月", "回": "回|度", "件": "件",
+    "台": "台", "個": "個|つ", "種類": "種類|種", "番目": "番目", "桁": "桁", "ビット": "ビット|bit",
+    "バイト": "バイト|byte|[KMGT]?B\\b", "文字": "文字", "倍": "倍", "割": "割|%|％|パーセント",
+    "パーセント": "%|％|パーセント|割",
+}
+_WANTS_COUNT = re.compile(r"何(" + "|".join(sorted(map(re.escape, _COUNTERS), key=len, reverse=True)) + ")")
+_NUMERAL = r"(?:\d|[０-９一二三四五六七八九十百千万億数])\s?"
+
+
+def _counted(counter: str) -> re.Pattern[str]:
+    return re.compile(_NUMERAL + "(?:" + _COUNTERS[counter] + ")", re.I)
+
+
 def number_evidence(query: Query) -> Callable[[str], bool]:
     """What tells a sentence answers a question that asks for a number (a year; a time, for "how long" and
-    "when"; money, for a price)."""
+    "when"; money, for a price; the counted unit, for "何人")."""
     if _WANTS_MONEY.search(query.text):
         return lambda text: bool(_MONEY.search(text))
     if _WANTS_YEAR.search(query.text):
         return lambda text: bool(_YEAR.search(normalize(text)))  # "２０１２年", "2012.05.01"; not "v. 2.0"
+    if count := _WANTS_COUNT.search(query.text):
+        counted = _counted(count.group(1))
+        return lambda text: bool(counted.search(normalize(text)))
     if _WANTS_TIME.search(query.text):
         return lambda text: _holds_number(text) or bool(_TIME.search(text))
     return _holds_number
