@@ -450,6 +450,32 @@ def test_a_japanese_count_is_answered_by_a_number_in_the_unit_it_asks_for():
     assert pick_sentences("新図書館は何年に開館しましたか？", [dated], min_score=0.3)
 
 
+@pytest.mark.parametrize(("question", "lang", "other", "measured"), [
+    # JaQuAD's near miss: a population and a decade were the answer to how far the settlement lay from Hyogo.
+    ("居留地は兵庫津からどのくらいの距離に位置していますか？", "ja",
+     "居留地が置かれた神戸村の人口は約3600人であった。居留地は1890年代に兵庫津と一続きになった。",
+     "居留地は兵庫津から約3.5kmの距離に位置している。"),
+    ("How far is the campsite from the lake?", "en",
+     "The campsite near the lake holds 40 people. The campsite opened in 1990.",
+     "The campsite is 2 miles from the lake."),
+    ("How heavy is the Kumo Pure 300?", "en",
+     "The Kumo Pure 300 uses 45 W. The Kumo Pure 300 has a two-year warranty.",
+     "The Kumo Pure 300 weighs 4.2 kg."),
+])
+def test_a_measured_quantity_is_answered_in_one_of_its_units(question, lang, other, measured):
+    def passage(text):
+        return Passage(source_id="S1", title="guide", lang=lang, text=text)
+
+    assert pick_sentences(question, [passage(other)], min_score=0.3) == []
+    picked = pick_sentences(question, [passage(f"{other} {measured}")], min_score=0.3)
+    assert measured in [p.sentence for p in picked]
+    # Without the how-much form the quantity's word asks for nothing: "人口の集中過剰" (overpopulation) is a cause.
+    assert pick_sentences("ミケーネ文化の崩壊の原因として、人口の集中過剰のほかに何が挙げられますか？",
+                          [Passage(source_id="S1", title="ミケーネ文化", lang="ja",
+                                   text="ミケーネ文化の崩壊には人口の集中過剰、飢餓、地震などが考えられている。")],
+                          min_score=0.3)
+
+
 def test_which_option_is_answered_by_an_option_or_not_at_all():
     # sqlite3's man page says how to open a database, and names no option that encrypts one.
     sqlite = Passage(source_id="S1", title="man-sqlite3", section="lines 16-20", text=(

@@ -12,7 +12,8 @@ from citerag.search.query import Query
 from citerag.search.sparse import term_id, tokenize
 
 _WANTS_NUMBER = re.compile(
-    r"\bhow (many|much|long|big|large|old|often)\b|\b(what|which) (range|size|year|percentage|share|version)\b"
+    r"\bhow (many|much|long|big|large|old|often|far|tall|deep|heavy)\b"
+    r"|\b(what|which) (range|size|year|percentage|share|version)\b"
     r"|\b(maximum|minimum) (number|size|length|value)\b|\bwithin how\b|^when\b|いくつ|どのくらい|どれくらい"
     r"|何(個|年|日|週|時間|分|秒|か月|ヶ月|カ月|月|人|歳|倍|度|回|件|台|種類|番目|割|桁|ビット|バイト|文字|パーセント|%)"
     r"|範囲|サイズ|大きさ", re.I)
@@ -68,9 +69,26 @@ def _counted(counter: str) -> re.Pattern[str]:
     return re.compile(_NUMERAL + "(?:" + _COUNTERS[counter] + ")", re.I)
 
 
+# "How far…", "標高はどれくらい…": a measured quantity is stated in one of its units. Asked how far the settlement was
+# from Hyogo, a sentence with its population ("約3600人") and a decade ("1890年代") was the answer.
+_QUANTITIES = [
+    (r"距離|標高|高さ|長さ|深さ|全長|身長|直径|半径|海抜|水深|\bhow (far|tall|deep)\b"
+     r"|\b(distance|height|elevation|altitude|depth|diameter|radius)\b",
+     r"[kcm]?m|メートル|キロ|センチ|ミリ|マイル|miles?|feet|foot|ft|inch(?:es)?|yards?|里|光年|light[- ]years?"),
+    (r"面積|広さ|\barea\b", r"[kcm]?m2|[kcm]?m²|平方|ha|ヘクタール|acres?|エーカー|坪|square"),
+    (r"重さ|重量|体重|質量|\bhow heavy\b|\b(weight|mass)\b",
+     r"k?g|mg|t|グラム|キロ|トン|ポンド|lbs?|pounds?|oz|ounces?|tons?|tonnes?"),
+    (r"温度|気温|水温|融点|沸点|\b(temperature|boiling point|melting point)\b",
+     r"℃|°|度|K|degrees?|ケルビン|kelvin"),
+    (r"人口|\bpopulation\b", r"人|名|万|億|千|thousand|million|billion|people|inhabitants|residents"),
+]
+_MEASURED = [(re.compile(asked, re.I), re.compile(_NUMERAL + "(?:" + unit + ")(?![A-Za-z])"))
+             for asked, unit in _QUANTITIES]
+
+
 def number_evidence(query: Query) -> Callable[[str], bool]:
     """What tells a sentence answers a question that asks for a number (a year; a time, for "how long" and
-    "when"; money, for a price; the counted unit, for "何人")."""
+    "when"; money, for a price; the counted unit, for "何人"; a unit of the quantity, for "how far")."""
     if _WANTS_MONEY.search(query.text):
         return lambda text: bool(_MONEY.search(text))
     if _WANTS_YEAR.search(query.text):
@@ -78,6 +96,8 @@ def number_evidence(query: Query) -> Callable[[str], bool]:
     if count := _WANTS_COUNT.search(query.text):
         counted = _counted(count.group(1))
         return lambda text: bool(counted.search(normalize(text)))
+    if measured := next((unit for asked, unit in _MEASURED if asked.search(query.text)), None):
+        return lambda text: bool(measured.search(normalize(text)))
     if _WANTS_TIME.search(query.text):
         return lambda text: _holds_number(text) or bool(_TIME.search(text))
     return _holds_number
