@@ -9,6 +9,7 @@ from citerag.citations.payload import build_payload
 from citerag.citations.source_ids import assign
 from citerag.search.packing import cut_to_bytes, drop_tail, json_size, pack
 from citerag.search.passage import Passage
+from citerag.search.sparse import tokenize
 
 
 def _items(texts):
@@ -96,3 +97,25 @@ def test_results_with_empty_text_are_kept_not_counted_against_the_budget():
     _, mine = pack(items, build_payload, 4000, "x")
     _, seed = drop_tail(items, build_payload, 4000)
     assert len(mine) >= len(seed) and [r.source_id for r in mine[:13]] == [f"S{i}" for i in range(1, 14)]
+
+
+def test_a_cut_window_keeps_the_chunk_search_matched():
+    # grep's man page as a window of its parent: the "--exclude-dir" rows share more words with the question than
+    # the "-r, --recursive" row search matched, and a cut grown from them left the answer out.
+    dense = [f"--exclude-{i}=GLOB\nディレクトリを再帰検索しているときに出会うファイル{i}をスキップします。"
+             for i in range(12)]
+    filler = [f"--option-{i}\nオプション{i}の説明です。" for i in range(30)]
+    row = "-r, --recursive\n各ディレクトリの下にあるすべてのファイルを再帰的に読み込みます。"
+    text = "\n".join([*dense, *filler, row, *filler[:5]]) + "\n"
+    start = text.index(row)
+    window = Passage(text=text, uri="file:///man/grep.txt", title="grep", section=f"lines 1-{text.count(chr(10))}",
+                     focus=(start, start + len(row)), score=1.0)
+    question = "grepでディレクトリを再帰的に検索するオプションは？"
+    assert row not in cut_to_bytes(text, set(tokenize(question)), 1500)  # grown from the densest rows, as before
+    _, kept = pack(assign([window]), build_payload, 2500, question)
+    assert row in kept[0].text
+    first, last = (int(n) for n in kept[0].section.removeprefix("lines ").split("-"))
+    assert text.splitlines()[first - 1 : last] == kept[0].text.removeprefix("… ").removesuffix(" …").splitlines()
+    # Cut again (a response still over its budget is trimmed once more): the focus moved with the text.
+    _, again = pack(kept, build_payload, 1500, question)
+    assert row in again[0].text

@@ -111,6 +111,8 @@ def test_a_text_files_widened_window_opens_at_the_start_of_a_line(fast, tmp_path
     hits = fast.pipeline(expand_parents=True, max_parent_chars=600).search("count of matching lines", top_k=3).hits
     hit = next(h for h in hits if "count of matching lines" in h.text)
     assert len(hit.text) < 1000 and "-c, --count\nSuppress normal output" in hit.text
+    # Where the matched chunk lies in the window: a response cut to fit keeps it (tests/test_packing.py).
+    assert hit.focus is not None and "count of matching lines" in hit.text[hit.focus[0] : hit.focus[1]]
     lines = set(text.split("\n"))
     assert all(line in lines for h in hits for line in h.text.split("\n"))  # whole lines only
 

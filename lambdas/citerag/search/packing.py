@@ -109,11 +109,22 @@ def _shrink_until_fits(out: list[Passage], build: Builder, budget: int, terms: s
 def _cut_passage(p: Passage, terms: set[str], max_bytes: int, cost: Callable[[str], int]) -> Passage:
     """The passage cut to fit; a text file's names the lines it still holds (its sentence citations count lines
     from there)."""
-    text, start, end = _cut(p.text, terms, max_bytes, cost)
+    text, start, end = _cut(p.text, terms, max_bytes, cost, p.focus)
+    if text == p.text:
+        return p.model_copy()
+    update: dict[str, Any] = {"text": text, "focus": _moved(p.focus, start, end, text)}
     first = first_line(p.section, p.uri)
-    if first is None or text == p.text:
-        return p.model_copy(update={"text": text})
-    return p.model_copy(update={"text": text, "section": line_range(p.text, start, end, first_line=first)})
+    if first is not None:
+        update["section"] = line_range(p.text, start, end, first_line=first)
+    return p.model_copy(update=update)
+
+
+def _moved(focus: tuple[int, int] | None, start: int, end: int, cut: str) -> tuple[int, int] | None:
+    """The focus in the cut text, which holds text[start:end] after an opening ellipsis (or nothing of it)."""
+    if focus is None or not (start < focus[1] and focus[0] < end):
+        return None
+    lead = len("… ") if start > 0 and cut.startswith("… ") else 0
+    return max(focus[0], start) - start + lead, min(focus[1], end) - start + lead
 
 
 def cut_to_bytes(text: str, terms: set[str], max_bytes: int, cost: Callable[[str], int] | None = None) -> str:
@@ -121,8 +132,10 @@ def cut_to_bytes(text: str, terms: set[str], max_bytes: int, cost: Callable[[str
     return _cut(text, terms, max_bytes, cost or _text_cost)[0]
 
 
-def _cut(text: str, terms: set[str], max_bytes: int, measure: Callable[[str], int]) -> tuple[str, int, int]:
-    """The cut text, and where what it keeps of `text` starts and ends (its ellipses aside)."""
+def _cut(text: str, terms: set[str], max_bytes: int, measure: Callable[[str], int],
+         focus: tuple[int, int] | None = None) -> tuple[str, int, int]:
+    """The cut text, and where what it keeps of `text` starts and ends (its ellipses aside): grown from the
+    sentence that holds most of the terms, among those of `focus` (the chunk search matched) when given."""
     if measure(text) <= max_bytes:
         return text, 0, len(text)
     if max_bytes <= 0:
@@ -132,7 +145,12 @@ def _cut(text: str, terms: set[str], max_bytes: int, measure: Callable[[str], in
         kept = _kept_prefix(text, max_bytes, measure)
         return _with_ellipsis(text, kept), 0, kept
     scores = [len(terms.intersection(tokenize(s.text))) for s in sentences]
-    best = max(range(len(sentences)), key=lambda i: (scores[i], -i))
+    # A window of a long parent holds more than the chunk that matched; a sentence elsewhere in it may share more
+    # words with the query ("--exclude-dir … ディレクトリを再帰検索している" around grep's "-r, --recursive" row),
+    # and a cut grown from there left the match out.
+    seeds = [i for i, s in enumerate(sentences) if focus and s.start < focus[1] and focus[0] < s.end] \
+        or range(len(sentences))
+    best = max(seeds, key=lambda i: (scores[i], -i))
     chosen = {best}
     if measure(sentences[best].text) > max_bytes:
         s = sentences[best]

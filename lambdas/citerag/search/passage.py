@@ -28,6 +28,8 @@ class Passage(BaseModel):
     parent_id: str = ""
     char_start: int | None = Field(None, description="offset of the chunk in its parent's text")
     char_end: int | None = None
+    focus: tuple[int, int] | None = Field(None, description="where in `text` the matched chunk lies, once `text` is "
+                                                            "its parent or a window of it")
     score: float = 0.0
     dense_score: float | None = None
     coverage: float = 0.0

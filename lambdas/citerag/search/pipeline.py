@@ -244,14 +244,14 @@ class SearchPipeline:
 
     def _window(self, hit: Passage, parent: str | None, sent: list[tuple[int, int]]) -> tuple[int, int] | None:
         """Put the hit's window of its parent in hit.text; None when the windows already sent hold its chunk."""
-        if not parent or len(parent) <= self.config.max_parent_chars or hit.char_start is None:
+        start = hit.char_start
+        end = hit.char_end if hit.char_end is not None or start is None else start + len(hit.text)
+        if not parent or len(parent) <= self.config.max_parent_chars or start is None:
             if sent:
                 return None
             if parent:
-                self._show(hit, parent, 0, len(parent))
+                self._show(hit, parent, 0, len(parent), start, end)
             return 0, len(parent or "")
-        start = hit.char_start
-        end = hit.char_end if hit.char_end is not None else start + len(hit.text)
         if any(b <= start and end <= s for b, s in sent):
             return None
         extra = max(0, self.config.max_parent_chars - (end - start)) // 2
@@ -263,12 +263,15 @@ class SearchPipeline:
                 stop = min(stop, b)
         if begin >= stop:  # two windows sent hold the chunk between them
             return None
-        self._show(hit, parent, begin, stop)
+        self._show(hit, parent, begin, stop, start, end)
         return begin, stop
 
     @staticmethod
-    def _show(hit: Passage, parent: str, begin: int, stop: int) -> None:
+    def _show(hit: Passage, parent: str, begin: int, stop: int, start: int | None, end: int | None) -> None:
         hit.text = parent[begin:stop]
+        # Where the chunk search matched lies in what is sent: a response cut to fit keeps it (packing.py).
+        if start is not None and end is not None and begin <= start < stop:
+            hit.focus = (start - begin, min(end, stop) - begin)
         if first_line(hit.section, hit.uri) is not None:  # a text file's parent is the whole file: the lines sent
             hit.section = line_range(parent, begin, stop)
 
