@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,23 @@ from botocore.validate import ParamValidator
 EVENTS = Path(__file__).resolve().parents[1] / "events"
 
 _MODEL = botocore.session.get_session().get_service_model("bedrock-agent-runtime")
+DEPLOYED_RUNTIME = "AWS_Lambda_python3.13"  # infra/common.py RUNTIME
+
+
+def runtime_bytes(resp: Any, execution_env: str = DEPLOYED_RUNTIME) -> int:
+    """Bytes of a handler's return value as the Lambda runtime writes it: awslambdaric's own marshaller, which reads
+    the execution environment when it is made."""
+    from awslambdaric.lambda_runtime_marshaller import to_json
+
+    before = os.environ.get("AWS_EXECUTION_ENV")
+    os.environ["AWS_EXECUTION_ENV"] = execution_env
+    try:
+        return len(to_json(resp).encode("utf-8"))
+    finally:
+        if before is None:
+            del os.environ["AWS_EXECUTION_ENV"]
+        else:
+            os.environ["AWS_EXECUTION_ENV"] = before
 
 
 def event(name: str) -> dict[str, Any]:
@@ -54,5 +72,5 @@ def assert_action_group_response(resp: dict[str, Any], budget: int | None = None
     for key in ("sessionAttributes", "promptSessionAttributes"):
         assert all(isinstance(k, str) and isinstance(v, str) for k, v in resp.get(key, {}).items())
     if budget is not None:
-        assert len(json.dumps(resp).encode()) <= budget
+        assert runtime_bytes(resp, os.environ.get("AWS_EXECUTION_ENV", DEPLOYED_RUNTIME)) <= budget
     return json.loads(fr["responseBody"]["TEXT"]["body"])

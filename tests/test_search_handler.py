@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from citerag.citations import source_ids
+from citerag.citations.payload import body_text_cost
 from citerag.components import Components
 from citerag.handlers import search as search_handler
 from citerag.handlers.local import LocalContext
@@ -184,6 +185,27 @@ def test_budget_holds_for_the_whole_response_with_japanese_text(comps, monkeypat
         resp = call(event(name))
         body = assert_action_group_response(resp, budget=3000)
         assert body["results"], name
+
+
+def test_japanese_text_is_counted_as_the_lambda_runtime_writes_it(comps, monkeypatch):
+    # awslambdaric writes Japanese as UTF-8 on python3.12 and later (3 bytes a character) and as \uXXXX escapes
+    # before (6): counted in escapes on the deployed python3.13, Japanese passages got half the text that fits.
+    monkeypatch.setattr(comps.search_tool().config, "budget_bytes", 2000)
+
+    def text_sent() -> int:
+        resp = call(event("search-japanese.json"))
+        body = assert_action_group_response(resp, budget=2000)
+        return sum(len(r["text"]) for r in body["results"])
+
+    deployed = text_sent()  # off Lambda: as the deployed runtime writes it
+    assert body_text_cost("検索") == 6
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "citerag-search")
+    monkeypatch.setenv("AWS_EXECUTION_ENV", "AWS_Lambda_python3.11")
+    escaped = text_sent()  # still within the budget as that runtime writes it (assert_action_group_response)
+    assert body_text_cost("検索") == 12
+    monkeypatch.setenv("AWS_EXECUTION_ENV", "AWS_Lambda_python3.13")
+    assert text_sent() == deployed
+    assert deployed > escaped
 
 
 def test_embedding_down_degrades_to_keyword_search_and_says_so(comps, monkeypatch):

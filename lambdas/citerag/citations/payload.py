@@ -7,6 +7,7 @@ action group, the embedded answerer and every reader of traces, so all see exact
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 from citerag.citations import source_ids
@@ -62,7 +63,28 @@ def dumps_body(payload: dict[str, Any]) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e")
 
 
+# How the Lambda runtime serializes what a handler returns (awslambdaric's lambda_runtime_marshaller.Encoder, the
+# runtime interface client of the managed Python runtimes): default separators, and a character outside ASCII
+# written as itself on python3.12 and later, as a \uXXXX escape before. A Japanese character thus costs 3 bytes of
+# the 25 KB response on the python3.13 runtime the stack deploys, not 6, and a budget counted in escapes left
+# Japanese passages half the text that fits. Off Lambda (the local agent, the CLI) the deployed runtime is the one
+# emulated; on Lambda, an execution environment not known to write UTF-8 (an older runtime, a container image, where
+# the marshaller escapes) counts escapes.
+UTF8_RUNTIMES = frozenset({"AWS_Lambda_python3.12", "AWS_Lambda_python3.13", "AWS_Lambda_python3.14",
+                           "AWS_Lambda_python3.15"})
+
+
+def runtime_escapes_unicode() -> bool:
+    on_lambda = "AWS_LAMBDA_FUNCTION_NAME" in os.environ or "AWS_EXECUTION_ENV" in os.environ
+    return on_lambda and os.environ.get("AWS_EXECUTION_ENV") not in UTF8_RUNTIMES
+
+
+def response_bytes(response: Any) -> int:
+    """Bytes of a Lambda response as the runtime sends it."""
+    return len(json.dumps(response, ensure_ascii=runtime_escapes_unicode()).encode("utf-8"))
+
+
 def body_text_cost(text: str) -> int:
-    """Bytes one passage adds to a Lambda response: escaped once in the body, again (ASCII) in the response."""
+    """Bytes one passage adds to a Lambda response: escaped once in the body, again in the response."""
     inner = json.dumps(text, ensure_ascii=False)[1:-1].replace("<", "\\u003c").replace(">", "\\u003e")
-    return len(json.dumps(inner)) - 2
+    return len(json.dumps(inner, ensure_ascii=runtime_escapes_unicode()).encode("utf-8")) - 2

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from citerag.citations import source_ids
-from citerag.citations.payload import body_text_cost, build_payload, dumps_body, message_payload
+from citerag.citations.payload import body_text_cost, build_payload, dumps_body, message_payload, response_bytes
 from citerag.citations.session import string_map
 from citerag.documents.text import one_line
 from citerag.errors import DependencyError, FilterSyntaxError, QueryError
@@ -139,8 +139,7 @@ class SearchTool:
             return {"body": dumps_body(build_payload(items, notes))}
 
         def size(built: dict[str, Any]) -> int:
-            # What the Lambda runtime sends: json.dumps with its default ASCII escaping.
-            return len(json.dumps(envelope(result, built["body"])).encode("utf-8"))
+            return response_bytes(envelope(result, built["body"]))  # what the Lambda runtime sends
 
         built, kept = packing.pack(result.kept, build, self.config.budget_bytes, result.query,
                                    size=size, text_cost=body_text_cost)
