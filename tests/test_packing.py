@@ -114,8 +114,10 @@ def test_a_cut_window_keeps_the_chunk_search_matched():
     assert row not in cut_to_bytes(text, set(tokenize(question)), 1500)  # grown from the densest rows, as before
     _, kept = pack(assign([window]), build_payload, 2500, question)
     assert row in kept[0].text
+    focus = kept[0].focus
+    assert focus is not None and kept[0].text[focus[0] : focus[1]] == row  # where the row is in the cut text
     first, last = (int(n) for n in kept[0].section.removeprefix("lines ").split("-"))
     assert text.splitlines()[first - 1 : last] == kept[0].text.removeprefix("… ").removesuffix(" …").splitlines()
     # Cut again (a response still over its budget is trimmed once more): the focus moved with the text.
     _, again = pack(kept, build_payload, 1500, question)
-    assert row in again[0].text
+    assert row in again[0].text and again[0].text[slice(*again[0].focus)] == row

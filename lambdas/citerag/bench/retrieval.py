@@ -236,7 +236,7 @@ def packing_comparison(
     """Share of queries whose relevant document survives packing of the top-k hybrid hits into a Lambda
     response of `budget` bytes: citerag's packer vs dropping whole results from the tail."""
     from citerag.citations import source_ids
-    from citerag.citations.payload import body_text_cost, build_payload, dumps_body
+    from citerag.citations.payload import body_text_cost, build_payload, dumps_body, response_bytes
     from citerag.citations.tool import ACTION_GROUP, FUNCTION_NAME
     from citerag.handlers.search import envelope
     from citerag.search import packing
@@ -250,8 +250,7 @@ def packing_comparison(
         return {"body": dumps_body(build_payload(items))}
 
     def size(built: dict[str, Any]) -> int:
-        # The whole action-group response, as the Lambda runtime serializes it.
-        return len(json.dumps(envelope(event, built["body"])).encode("utf-8"))
+        return response_bytes(envelope(event, built["body"]))  # the whole response, as the Lambda runtime writes it
 
     hits_in = {"citerag": 0, "drop_tail": 0, "unpacked": 0}
     kept_counts: dict[str, list[int]] = {"citerag": [], "drop_tail": []}

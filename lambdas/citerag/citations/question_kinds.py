@@ -54,19 +54,24 @@ _YEAR = re.compile(r"(?<!\d)(?<!\d\.)(1[5-9]\d\d|20\d\d)(?!\d)(?!\.\d+(?![\d.]))
 # "何人…", "何歳…", "何か月…": a Japanese count names its unit (a counter), and the sentence that answers it states the
 # number with that unit ("104名の死者", "10歳のとき"); a number in another unit answers another question ("23.1cm",
 # a snowfall, for Alexandria's population). Each counter with the ones that say the same: 名 counts people as 人 does.
+_MONTHS = "か月|ヶ月|カ月|ケ月|ヵ月|箇月"
 _COUNTERS = {
     "人": "人|名", "名": "名|人", "歳": "歳|才", "才": "才|歳", "年": "年", "月": "月", "日": "日", "週": "週",
-    "時間": "時間", "分": "分", "秒": "秒", "か月": "か月|ヶ月|カ月|ケ月|ヵ月|箇月", "回": "回|度", "件": "件",
-    "台": "台", "個": "個|つ", "種類": "種類|種", "番目": "番目", "桁": "桁", "ビット": "ビット|bit",
-    "バイト": "バイト|byte|[KMGT]?B\\b", "文字": "文字", "倍": "倍", "割": "割|%|％|パーセント",
-    "パーセント": "%|％|パーセント|割",
+    "時間": "時間", "分": "分", "秒": "秒", **dict.fromkeys(_MONTHS.split("|"), _MONTHS), "回": "回|度", "件": "件",
+    "台": "台", "個": "個|つ", "種類": "種類|種", "番目": "番目", "桁": "桁", "ビット": "ビット|bits?(?![a-z])",
+    "バイト": "バイト|bytes?(?![a-z])|[kmgt]i?b(?![a-z])", "文字": "文字", "倍": "倍", "割": "割|%|パーセント",
+    "パーセント": "%|パーセント|割",
 }
 _WANTS_COUNT = re.compile(r"何(" + "|".join(sorted(map(re.escape, _COUNTERS), key=len, reverse=True)) + ")")
-_NUMERAL = r"(?:\d|[０-９一二三四五六七八九十百千万億数])\s?"
+# Matched in normalized text (NFKC, lower case: "１６ＧＢ" is "16gb", "℃" is "°c").
+_NUMERAL = r"(?:\d|[一二三四五六七八九十百千万億数])\s?"
+# Words a numeral and a counter spell without counting anything: 十分 (enough), 万歳, 一種 (a kind of).
+_NOT_COUNTS = re.compile(r"(?<![\d一二三四五六七八九十百千万億])(?:十分|万歳|一種)")
 
 
-def _counted(counter: str) -> re.Pattern[str]:
-    return re.compile(_NUMERAL + "(?:" + _COUNTERS[counter] + ")", re.I)
+def _counted(counter: str) -> Callable[[str], bool]:
+    pattern = re.compile(_NUMERAL + "(?:" + _COUNTERS[counter] + ")")
+    return lambda text: bool(pattern.search(_NOT_COUNTS.sub(" ", normalize(text))))
 
 
 # "How far…", "標高はどれくらい…": a measured quantity is stated in one of its units. Asked how far the settlement was
@@ -74,16 +79,16 @@ def _counted(counter: str) -> re.Pattern[str]:
 _QUANTITIES = [
     (r"距離|標高|高さ|長さ|深さ|全長|身長|直径|半径|海抜|水深|\bhow (far|tall|deep)\b"
      r"|\b(distance|height|elevation|altitude|depth|diameter|radius)\b",
-     r"[kcm]?m|メートル|キロ|センチ|ミリ|マイル|miles?|feet|foot|ft|inch(?:es)?|yards?|里|光年|light[- ]years?"),
-    (r"面積|広さ|\barea\b", r"[kcm]?m2|[kcm]?m²|平方|ha|ヘクタール|acres?|エーカー|坪|square"),
+     r"[kcm]?m(?![a-z])|メートル|キロ|センチ|ミリ|マイル|miles?(?![a-z])|feet|foot|ft(?![a-z])|inch(?:es)?"
+     r"|yards?(?![a-z])|里|光年|light[- ]years?"),
+    (r"面積|広さ|\barea\b", r"[kcm]?m2|平方|ha(?![a-z])|ヘクタール|acres?(?![a-z])|エーカー|坪|square"),
     (r"重さ|重量|体重|質量|\bhow heavy\b|\b(weight|mass)\b",
-     r"k?g|mg|t|グラム|キロ|トン|ポンド|lbs?|pounds?|oz|ounces?|tons?|tonnes?"),
+     r"(?:k|m)?g(?![a-z])|t(?![a-z])|グラム|キロ|トン|ポンド|lbs?(?![a-z])|pounds?|oz(?![a-z])|ounces?|tons?|tonnes?"),
     (r"温度|気温|水温|融点|沸点|\b(temperature|boiling point|melting point)\b",
-     r"℃|°|度|K|degrees?|ケルビン|kelvin"),
+     r"°|度|k(?![a-z])|degrees?|ケルビン|kelvin"),
     (r"人口|\bpopulation\b", r"人|名|万|億|千|thousand|million|billion|people|inhabitants|residents"),
 ]
-_MEASURED = [(re.compile(asked, re.I), re.compile(_NUMERAL + "(?:" + unit + ")(?![A-Za-z])"))
-             for asked, unit in _QUANTITIES]
+_MEASURED = [(re.compile(asked, re.I), re.compile(_NUMERAL + "(?:" + unit + ")")) for asked, unit in _QUANTITIES]
 
 
 def number_evidence(query: Query) -> Callable[[str], bool]:
@@ -94,10 +99,9 @@ def number_evidence(query: Query) -> Callable[[str], bool]:
     if _WANTS_YEAR.search(query.text):
         return lambda text: bool(_YEAR.search(normalize(text)))  # "２０１２年", "2012.05.01"; not "v. 2.0"
     if count := _WANTS_COUNT.search(query.text):
-        counted = _counted(count.group(1))
-        return lambda text: bool(counted.search(normalize(text)))
+        return _counted(count.group(1))
     if measured := next((unit for asked, unit in _MEASURED if asked.search(query.text)), None):
-        return lambda text: bool(measured.search(normalize(text)))
+        return lambda text: bool(measured.search(_NOT_COUNTS.sub(" ", normalize(text))))
     if _WANTS_TIME.search(query.text):
         return lambda text: _holds_number(text) or bool(_TIME.search(text))
     return _holds_number

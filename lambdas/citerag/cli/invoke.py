@@ -22,6 +22,7 @@ def invoke(
     as_json: JsonOpt = False,
 ) -> None:
     """Run a Lambda handler locally on an event file, against the embedded adapters."""
+    from citerag.citations.payload import response_bytes
     from citerag.handlers.local import invoke as run_handler
     from citerag.handlers.local import quiet_lambda_output, read_event
 
@@ -41,6 +42,6 @@ def invoke(
         out.print_json(json.dumps(response, ensure_ascii=False))
         body = response.get("response", {}).get("functionResponse", {}).get("responseBody", {}).get("TEXT", {})
         if "body" in body:
-            size = len(json.dumps(response).encode())
+            size = response_bytes(response)  # as the Lambda runtime writes it
             out.print(f"[dim]response {size:,} bytes; body decoded:[/]")
             out.print_json(body["body"])

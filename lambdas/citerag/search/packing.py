@@ -109,21 +109,20 @@ def _shrink_until_fits(out: list[Passage], build: Builder, budget: int, terms: s
 def _cut_passage(p: Passage, terms: set[str], max_bytes: int, cost: Callable[[str], int]) -> Passage:
     """The passage cut to fit; a text file's names the lines it still holds (its sentence citations count lines
     from there)."""
-    text, start, end = _cut(p.text, terms, max_bytes, cost, p.focus)
+    text, start, end, lead = _cut(p.text, terms, max_bytes, cost, p.focus)
     if text == p.text:
         return p.model_copy()
-    update: dict[str, Any] = {"text": text, "focus": _moved(p.focus, start, end, text)}
+    update: dict[str, Any] = {"text": text, "focus": _moved(p.focus, start, end, lead)}
     first = first_line(p.section, p.uri)
     if first is not None:
         update["section"] = line_range(p.text, start, end, first_line=first)
     return p.model_copy(update=update)
 
 
-def _moved(focus: tuple[int, int] | None, start: int, end: int, cut: str) -> tuple[int, int] | None:
-    """The focus in the cut text, which holds text[start:end] after an opening ellipsis (or nothing of it)."""
+def _moved(focus: tuple[int, int] | None, start: int, end: int, lead: int) -> tuple[int, int] | None:
+    """The focus in the cut text, which holds text[start:end] after `lead` characters of ellipsis."""
     if focus is None or not (start < focus[1] and focus[0] < end):
         return None
-    lead = len("… ") if start > 0 and cut.startswith("… ") else 0
     return max(focus[0], start) - start + lead, min(focus[1], end) - start + lead
 
 
@@ -133,17 +132,18 @@ def cut_to_bytes(text: str, terms: set[str], max_bytes: int, cost: Callable[[str
 
 
 def _cut(text: str, terms: set[str], max_bytes: int, measure: Callable[[str], int],
-         focus: tuple[int, int] | None = None) -> tuple[str, int, int]:
-    """The cut text, and where what it keeps of `text` starts and ends (its ellipses aside): grown from the
-    sentence that holds most of the terms, among those of `focus` (the chunk search matched) when given."""
+         focus: tuple[int, int] | None = None) -> tuple[str, int, int, int]:
+    """The cut text, where what it keeps of `text` starts and ends, and how many characters of ellipsis come
+    before it: grown from the sentence that holds most of the terms, among those of `focus` (the chunk search
+    matched) when given."""
     if measure(text) <= max_bytes:
-        return text, 0, len(text)
+        return text, 0, len(text), 0
     if max_bytes <= 0:
-        return "", 0, 0
+        return "", 0, 0, 0
     sentences = split_sentences(text)
     if not sentences:
         kept = _kept_prefix(text, max_bytes, measure)
-        return _with_ellipsis(text, kept), 0, kept
+        return _with_ellipsis(text, kept), 0, kept, 0
     scores = [len(terms.intersection(tokenize(s.text))) for s in sentences]
     # A window of a long parent holds more than the chunk that matched; a sentence elsewhere in it may share more
     # words with the query ("--exclude-dir … ディレクトリを再帰検索している" around grep's "-r, --recursive" row),
@@ -155,7 +155,7 @@ def _cut(text: str, terms: set[str], max_bytes: int, measure: Callable[[str], in
     if measure(sentences[best].text) > max_bytes:
         s = sentences[best]
         kept = _kept_prefix(s.text, max_bytes, measure)
-        return _with_ellipsis(s.text, kept), s.start, s.start + kept
+        return _with_ellipsis(s.text, kept), s.start, s.start + kept, 0
     # Grow around the best sentence, preferring the better-scoring neighbour, while it fits; between equals, the
     # side grown less, the one before first: what reads a sentence often comes just before it (a man page's option
     # line over its description: "-h, --human-readable" was cut off, and with it the answer, because the text after
@@ -178,14 +178,17 @@ def _cut(text: str, terms: set[str], max_bytes: int, measure: Callable[[str], in
                 break
         if not grew:
             break
-    return _render(text, sentences, chosen), sentences[lo].start, sentences[hi].end
+    return _render(text, sentences, chosen), sentences[lo].start, sentences[hi].end, len(_ELLIPSIS) if lo > 0 else 0
+
+
+_ELLIPSIS = "… "
 
 
 def _render(text: str, sentences, chosen: set[int]) -> str:
     idx = sorted(chosen)
     lo, hi = idx[0], idx[-1]
     body = text[sentences[lo].start : sentences[hi].end]
-    prefix = "… " if lo > 0 else ""
+    prefix = _ELLIPSIS if lo > 0 else ""
     suffix = " …" if hi < len(sentences) - 1 else ""
     return prefix + body + suffix
 

@@ -270,8 +270,9 @@ class SearchPipeline:
     def _show(hit: Passage, parent: str, begin: int, stop: int, start: int | None, end: int | None) -> None:
         hit.text = parent[begin:stop]
         # Where the chunk search matched lies in what is sent: a response cut to fit keeps it (packing.py).
-        if start is not None and end is not None and begin <= start < stop:
-            hit.focus = (start - begin, min(end, stop) - begin)
+        if start is not None and end is not None and start < stop and begin < end:
+            # A chunk overlaps the one before it: its window may open where an earlier one ends, inside the chunk.
+            hit.focus = (max(start, begin) - begin, min(end, stop) - begin)
         if first_line(hit.section, hit.uri) is not None:  # a text file's parent is the whole file: the lines sent
             hit.section = line_range(parent, begin, stop)
 
