@@ -244,8 +244,9 @@ class SearchPipeline:
 
     def _window(self, hit: Passage, parent: str | None, sent: list[tuple[int, int]]) -> tuple[int, int] | None:
         """Put the hit's window of its parent in hit.text; None when the windows already sent hold its chunk."""
-        start = hit.char_start
-        end = hit.char_end if hit.char_end is not None or start is None else start + len(hit.text)
+        start, end = hit.char_start, hit.char_end
+        if start is not None and end is None:
+            end = start + len(hit.text)
         if not parent or len(parent) <= self.config.max_parent_chars or start is None:
             if sent:
                 return None
