@@ -69,8 +69,10 @@ _NUMERAL = r"(?:\d|[一二三四五六七八九十百千万億数])\s?"
 _NOT_COUNTS = re.compile(r"(?<![\d一二三四五六七八九十百千万億])(?:十分|万歳|一種)")
 
 
-def _counted(counter: str) -> Callable[[str], bool]:
-    pattern = re.compile(_NUMERAL + "(?:" + _COUNTERS[counter] + ")")
+_COUNTED = {counter: re.compile(_NUMERAL + "(?:" + units + ")") for counter, units in _COUNTERS.items()}
+
+
+def _units_in(pattern: re.Pattern[str]) -> Callable[[str], bool]:
     return lambda text: bool(pattern.search(_NOT_COUNTS.sub(" ", normalize(text))))
 
 
@@ -99,9 +101,9 @@ def number_evidence(query: Query) -> Callable[[str], bool]:
     if _WANTS_YEAR.search(query.text):
         return lambda text: bool(_YEAR.search(normalize(text)))  # "２０１２年", "2012.05.01"; not "v. 2.0"
     if count := _WANTS_COUNT.search(query.text):
-        return _counted(count.group(1))
+        return _units_in(_COUNTED[count.group(1)])
     if measured := next((unit for asked, unit in _MEASURED if asked.search(query.text)), None):
-        return lambda text: bool(measured.search(_NOT_COUNTS.sub(" ", normalize(text))))
+        return _units_in(measured)
     if _WANTS_TIME.search(query.text):
         return lambda text: _holds_number(text) or bool(_TIME.search(text))
     return _holds_number
