@@ -276,6 +276,26 @@ def test_a_word_that_says_nothing_of_the_subject_is_not_one_the_documents_lack(t
                           max_sentences=1) == []
 
 
+@pytest.mark.parametrize(("asked", "missing", "answer"), [
+    ("Does Rust truncate when dividing integers?", "Does Rust truncate when shifting integers?",
+     "truncates toward zero"),
+    ("Do signed integer types permit being negative?", "Do signed integer types forbid being negative?",
+     "permission to be negative"),
+], ids=["dividing-division", "permit-permission"])
+def test_a_verb_is_not_a_word_the_documents_lack_when_they_use_its_noun(asked, missing, answer):
+    # The Rust book says "Integer division truncates toward zero": asked about dividing, the answer was refused as
+    # one that names a word no document holds.
+    text = ("Rust supports addition, subtraction, multiplication, division, and remainder. In Rust, integer division "
+            "truncates toward zero. Signed integer types need no permission to be negative.")
+    stats = CorpusStats()
+    stats.add(Counter(term_id(t) for t in tokenize(text)))
+    passages = [Passage(source_id="S1", text=text)]
+    picked = pick_sentences(asked, passages, stats, min_score=0.1, unknown_word_min_score=1.5, max_sentences=1)
+    assert picked and answer in picked[0].sentence
+    # A verb whose noun no document uses is still a word they lack.
+    assert pick_sentences(missing, passages, stats, min_score=0.1, unknown_word_min_score=1.5) == []
+
+
 def test_bench_answers_reports_each_language_and_split(tmp_path):
     root = tmp_path / "set"
     (root / "docs").mkdir(parents=True)

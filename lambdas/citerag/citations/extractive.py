@@ -384,14 +384,27 @@ _LATIN_WORD = re.compile(r"^[a-z][a-z0-9_.-]*$")
 _KATAKANA_WORD = re.compile(r"[\u30a1-\u30fa\u30fc]{2,}")
 
 
+# A verb's stem and its noun's, as the stemmer leaves them ("divid" of dividing, "divis" of division; "permit",
+# "permiss"; "convert", "convers"; "describ", "descript"; "reduc", "reduct"): a question about dividing integers asks
+# about what the manual calls integer division, not for a word the documents lack.
+_NOMINALIZED = [(re.compile(ending), noun) for ending, noun in
+                ((r"(?<=\w{4})d$", "s"), (r"mit$", "miss"), (r"vert$", "vers"), (r"b$", "pt"), (r"c$", "ct"))]
+
+
+def _noun_forms(stem: str) -> list[str]:
+    return [pattern.sub(noun, stem) for pattern, noun in _NOMINALIZED if pattern.search(stem)]
+
+
 def unknown_words(query: Query, stats: CorpusStats | None) -> list[str]:
-    """The question's words no indexed passage contains: Latin-script words that carry meaning, and katakana words
-    ("キャパシティ", "ナイトリー") one of whose bigrams no passage has. Kanji and kana text has no word boundaries
-    without a dictionary, and its bigrams cross them, so their absence says little."""
+    """The question's words no indexed passage contains, in any form (a verb counts as known by its noun):
+    Latin-script words that carry meaning, and katakana words ("キャパシティ", "ナイトリー") one of whose bigrams no
+    passage has. Kanji and kana text has no word boundaries without a dictionary, and its bigrams cross them, so
+    their absence says little."""
     if stats is None or not stats.n_docs:
         return []
     out = [t for t in dict.fromkeys(query.tokens)
-           if _LATIN_WORD.match(t) and t not in _FILLER and not stats.df.get(term_id(t), 0)]
+           if _LATIN_WORD.match(t) and t not in _FILLER
+           and not any(stats.df.get(term_id(form), 0) for form in (t, *_noun_forms(t)))]
     for word in dict.fromkeys(_KATAKANA_WORD.findall(normalize(query.text))):
         if any(not stats.df.get(term_id(word[i : i + 2]), 0) for i in range(len(word) - 1)):
             out.append(word)
