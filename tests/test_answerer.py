@@ -5,8 +5,10 @@ from collections import Counter
 import pytest
 
 from citerag.citations.extractive import ANSWER_MIN_SCORE, _compound_terms, pick_sentences
+from citerag.citations.question_kinds import kind_evidence
 from citerag.citations.statements import ends_statement, split_statements
 from citerag.search.passage import Passage
+from citerag.search.query import analyze
 from citerag.search.sparse import CorpusStats, term_id, tokenize
 
 
@@ -690,3 +692,20 @@ def test_a_question_for_a_year_is_answered_by_a_year_not_a_version():
         dated = Passage(source_id="S4-dddddd", lang="en", title="MPL FAQ",
                         text=f"The Mozilla Public License 2.0 was released on {date}.")
         assert answer(question, dated) == [dated.text]
+
+
+@pytest.mark.parametrize(("question", "lang", "general", "named"), [
+    # The Rust book's "浮動小数点数は、IEEE-754規格に従って表現されています。" fell short of the Japanese threshold.
+    ("浮動小数点数は、どの規格に従って表現されますか？", "ja",
+     "浮動小数点数は、規格に従って表現されます。", "浮動小数点数は、IEEE-754規格に従って表現されます。"),
+    ("Which package holds the C compiler on Ubuntu?", "en",
+     "On Ubuntu, the C compiler is in a package.", "On Ubuntu, the C compiler is in the build-essential package."),
+], ids=["ja-standard", "en-package"])
+def test_a_which_question_is_answered_by_the_sentence_that_names_one(question, lang, general, named):
+    passages = [Passage(source_id=f"S{i}", title="guide", lang=lang, text=text)
+                for i, text in enumerate((general, named))]
+    picked = pick_sentences(question, passages, min_score=0.3, max_sentences=1)
+    assert [p.sentence for p in picked] == [named]
+    # A name the question already holds names nothing new, and a capitalised word is not a name ("The package").
+    assert not kind_evidence(analyze("Which package does build-essential pull in?"))("the build-essential package")
+    assert not kind_evidence(analyze(question))("The package is in Ubuntu. Some Rust packages need it.")

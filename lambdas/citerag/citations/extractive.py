@@ -22,6 +22,7 @@ from citerag.citations.question_kinds import (
     WANTS_OPTION,
     WANTS_PERSON,
     asks_for_number,
+    kind_evidence,
     number_evidence,
 )
 from citerag.citations.statements import (
@@ -243,6 +244,8 @@ def rank_sentences(
     holds_number = number_evidence(query)
     wants_code = bool(WANTS_CODE.search(query.text))
     wants_name = bool(WANTS_NAME.search(query.text))
+    # Which command or option is asked for is told by code and option rows already ("どのオプション": "-c, --count").
+    names_kind = None if wants_code or WANTS_OPTION.search(query.text) else kind_evidence(query)
     raw: list[tuple[int, int, int, str, float, float, float, float]] = []
     numbers = set(_QUESTION_NUMBER.findall(normalize(query.text).replace(",", "")))
     for rank, p in enumerate(usable):
@@ -323,6 +326,8 @@ def rank_sentences(
             if wants_code and CODE.search(text):
                 bonus += 0.1
             if wants_name and NAMES.search(text):
+                bonus += 0.1
+            if names_kind is not None and names_kind(text):
                 bonus += 0.1
             raw.append((rank, first, last, text, lexical, factor, bonus, own))
     if not raw:

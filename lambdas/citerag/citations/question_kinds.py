@@ -132,3 +132,29 @@ NAMES = re.compile(r"と(呼ば|呼ん|呼ぶ|称|名付)|といい[、,]|とい
 
 # "Who…" asks for a person: a document about one names them in its lead sentence.
 WANTS_PERSON = re.compile(r"\b(who|whom)\b|誰|人物", re.I)
+
+
+# "どの標準規格…", "which standard…": a question that asks which one of a kind is answered by a sentence that names
+# one ("IEEE-754規格", "the IEEE-754 standard", "the build-essential package"): a name the question does not hold,
+# written against the kind's word (of a Japanese compound, its last two characters: 規格 of 標準規格). A Japanese
+# name is in Latin script, digits or katakana; an English one looks like an identifier (a digit, a hyphen, "::",
+# capitals), so that "the default package" names none.
+_WANTS_KIND = re.compile(r"どの(?!よう|くらい|ぐらい|程度|辺|方)([\u4e00-\u9fff]{2,6}|[\u30a1-\u30fa\u30fc]{2,8})"
+                         r"|\b(?:which|what) (?!(?:is|are|was|were|do|does|did|can|kind|sort|type|types)\b)"
+                         r"([a-z]{3,20})\b", re.I)
+_JA_NAME = r"[A-Za-z0-9][\w.+:<>&-]*|[\u30a1-\u30fa\u30fc]{2,}"
+_EN_NAME = r"[\w.+:<>&-]*(?:[\d_:<>&-]|[A-Z]{2})[\w.+:<>&-]*"
+
+
+def kind_evidence(query: Query) -> Callable[[str], bool] | None:
+    """What tells a sentence names one of the kind a "which X" question asks for; None for other questions."""
+    asked = _WANTS_KIND.search(query.text)
+    if not asked:
+        return None
+    if asked.group(1):
+        kind = asked.group(1)[-2:] if "\u4e00" <= asked.group(1)[0] <= "\u9fff" else asked.group(1)
+        named = re.compile(rf"({_JA_NAME})\s?{re.escape(kind)}")
+    else:
+        named = re.compile(rf"(?<![\w.+:<>&-])({_EN_NAME})\s(?i:{re.escape(asked.group(2))})\b")
+    asked_text = normalize(query.text)
+    return lambda text: any(normalize(m.group(1)) not in asked_text for m in named.finditer(text))
