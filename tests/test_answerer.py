@@ -709,3 +709,17 @@ def test_a_which_question_is_answered_by_the_sentence_that_names_one(question, l
     # A name the question already holds names nothing new, and a capitalised word is not a name ("The package").
     assert not kind_evidence(analyze("Which package does build-essential pull in?"))("the build-essential package")
     assert not kind_evidence(analyze(question))("The package is in Ubuntu. Some Rust packages need it.")
+
+
+def test_a_name_the_question_quotes_is_what_its_answer_is_about():
+    # JaQuAD's near miss: asked when 『はつゆきさくら』 was released, another game's release date was the answer.
+    games = [Passage(source_id="S1", title="キャプテン翼", lang="ja",
+                     text="ゲーム版は1988年4月28日にテクモから発売された『キャプテン翼』である。"),
+             Passage(source_id="S2", title="戦時歌謡", lang="ja",
+                     text="1937年に政府は戦意を高揚させる曲の発売を奨励した。")]
+    assert pick_sentences("『はつゆきさくら』はいつ発売されましたか。", games, min_score=0.3) == []
+    picked = pick_sentences("『キャプテン翼』のゲーム版はいつ発売されましたか。", games, min_score=0.3)
+    assert [p.source_id for p in picked] == ["S1"]  # the other passage, which never names the game, adds nothing
+    # The innermost quotes name it: 『コテコテ大阪弁訳「聖書」』 quotes 聖書, written in the passage with a space.
+    bible = Passage(source_id="S1", title="聖書翻訳", lang="ja", text="大阪弁訳「聖 書」は2010年に出版された。")
+    assert pick_sentences("『コテコテ大阪弁訳「聖書」』はいつ出版されましたか。", [bible], min_score=0.3)
