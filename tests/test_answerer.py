@@ -723,3 +723,15 @@ def test_a_name_the_question_quotes_is_what_its_answer_is_about():
     # The innermost quotes name it: 『コテコテ大阪弁訳「聖書」』 quotes 聖書, written in the passage with a space.
     bible = Passage(source_id="S1", title="聖書翻訳", lang="ja", text="大阪弁訳「聖 書」は2010年に出版された。")
     assert pick_sentences("『コテコテ大阪弁訳「聖書」』はいつ出版されましたか。", [bible], min_score=0.3)
+
+
+@pytest.mark.parametrize("other_day", ["1943年4月19日", "1943年11月9日"], ids=["another-month", "a-longer-month"])
+def test_a_day_the_question_names_is_one_the_passage_holds(other_day):
+    # JaQuAD's near miss: asked who visited Warsaw on 9 January 1943, an article on the April uprising answered.
+    question = "1943年1月9日にワルシャワを訪れたのは、誰か?"
+
+    def visit(day):
+        return [Passage(source_id="S1", title="ワルシャワ", lang="ja", text=f"{day}、ヒムラーがワルシャワを訪れた。")]
+
+    assert pick_sentences(question, visit(other_day), min_score=0.8) == []
+    assert pick_sentences(question, visit("1943年1月9日"), min_score=0.8)
