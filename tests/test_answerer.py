@@ -735,3 +735,20 @@ def test_a_day_the_question_names_is_one_the_passage_holds(other_day):
 
     assert pick_sentences(question, visit(other_day), min_score=0.8) == []
     assert pick_sentences(question, visit("1943年1月9日"), min_score=0.8)
+
+
+def test_a_question_for_a_limit_is_answered_by_a_sentence_that_states_one():
+    # The Rust book's tuple section counts ("one compound type") and never states a limit.
+    question = "What is the maximum number of elements a tuple can have?"
+    counts = "A tuple groups a number of elements into one compound type. Tuples have a fixed number of elements."
+    limit = "A tuple can have up to 12 elements."
+
+    def passage(text, lang="en"):
+        return [Passage(source_id="S1", title="guide", lang=lang, text=text)]
+
+    assert pick_sentences(question, passage(counts), min_score=0.3) == []
+    picked = pick_sentences(question, passage(f"{counts} {limit}"), min_score=0.3, max_sentences=1)
+    assert picked and picked[0].sentence.endswith(limit)
+    # A range states its bounds: "-128から127まで" answers "最大値はいくつ".
+    ranged = passage("Rustの整数型: i8型は-128から127までの値を表せます。", "ja")
+    assert pick_sentences("i8型で表せる最大値はいくつですか？", ranged, min_score=0.3)

@@ -93,9 +93,27 @@ _QUANTITIES = [
 _MEASURED = [(re.compile(asked, re.I), re.compile(_NUMERAL + "(?:" + unit + ")")) for asked, unit in _QUANTITIES]
 
 
+# "What is the maximum number of elements a tuple can have?", "最大値はいくつ": a limit is stated as one ("最大約18cm",
+# "up to 32", "-128以上127以下"); a sentence that only counts something ("a number of values … into one compound
+# type") does not say how far it may go.
+_WANTS_LIMIT = re.compile(r"\b(maximum|minimum|largest|smallest|biggest|highest|lowest|longest|shortest|greatest)\b"
+                          r"|最大|最小|最高|最低|最多|最少|最長|最短|最も|いちばん|一番|上限|下限", re.I)
+_LIMIT = re.compile(r"\b(max|maximum|min|minimum|largest|smallest|biggest|highest|lowest|longest|shortest|greatest"
+                    r"|at most|at least|limit|limited|up to|no more than|no fewer than|no less than|exceeds?|range)\b"
+                    r"|最|上限|下限|まで|以下|以上|以内|未満|範囲", re.I)
+
+
 def number_evidence(query: Query) -> Callable[[str], bool]:
     """What tells a sentence answers a question that asks for a number (a year; a time, for "how long" and
-    "when"; money, for a price; the counted unit, for "何人"; a unit of the quantity, for "how far")."""
+    "when"; money, for a price; the counted unit, for "何人"; a unit of the quantity, for "how far"; a limit, for
+    "the maximum number")."""
+    holds = _number_kind(query)
+    if _WANTS_LIMIT.search(query.text):
+        return lambda text: holds(text) and bool(_LIMIT.search(text))
+    return holds
+
+
+def _number_kind(query: Query) -> Callable[[str], bool]:
     if _WANTS_MONEY.search(query.text):
         return lambda text: bool(_MONEY.search(text))
     if _WANTS_YEAR.search(query.text):
