@@ -709,6 +709,8 @@ def test_a_which_question_is_answered_by_the_sentence_that_names_one(question, l
     # A name the question already holds names nothing new, and a capitalised word is not a name ("The package").
     assert not kind_evidence(analyze("Which package does build-essential pull in?"))("the build-essential package")
     assert not kind_evidence(analyze(question))("The package is in Ubuntu. Some Rust packages need it.")
+    # A Japanese name is Latin script or katakana, not the Japanese text that runs on from one ("Rustの型は標準規格").
+    assert not kind_evidence(analyze("どの標準規格に基づいていますか？"))("Rustの型は標準規格に基づいています。")
 
 
 def test_a_name_the_question_quotes_is_what_its_answer_is_about():

@@ -160,8 +160,9 @@ WANTS_PERSON = re.compile(r"\b(who|whom)\b|誰|人物", re.I)
 _WANTS_KIND = re.compile(r"どの(?!よう|くらい|ぐらい|程度|辺|方)([\u4e00-\u9fff]{2,6}|[\u30a1-\u30fa\u30fc]{2,8})"
                          r"|\b(?:which|what) (?!(?:is|are|was|were|do|does|did|can|kind|sort|type|types)\b)"
                          r"([a-z]{3,20})\b", re.I)
-_JA_NAME = r"[A-Za-z0-9][\w.+:<>&-]*|[\u30a1-\u30fa\u30fc]{2,}"
-_EN_NAME = r"[\w.+:<>&-]*(?:[\d_:<>&-]|[A-Z]{2})[\w.+:<>&-]*"
+_ID = r"[A-Za-z0-9_.+:<>&-]"  # ASCII: \w would run on through the Japanese text up to the kind's word
+_JA_NAME = rf"[A-Za-z0-9]{_ID}*|[\u30a1-\u30fa\u30fc]{{2,}}"
+_EN_NAME = rf"{_ID}*(?:[0-9_:<>&-]|[A-Z]{{2}}){_ID}*"
 
 
 def kind_evidence(query: Query) -> Callable[[str], bool] | None:
@@ -173,6 +174,6 @@ def kind_evidence(query: Query) -> Callable[[str], bool] | None:
         kind = asked.group(1)[-2:] if "\u4e00" <= asked.group(1)[0] <= "\u9fff" else asked.group(1)
         named = re.compile(rf"({_JA_NAME})\s?{re.escape(kind)}")
     else:
-        named = re.compile(rf"(?<![\w.+:<>&-])({_EN_NAME})\s(?i:{re.escape(asked.group(2))})\b")
+        named = re.compile(rf"(?<!{_ID})({_EN_NAME})\s(?i:{re.escape(asked.group(2))})\b")
     asked_text = normalize(query.text)
     return lambda text: any(normalize(m.group(1)) not in asked_text for m in named.finditer(text))
