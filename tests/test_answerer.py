@@ -754,3 +754,23 @@ def test_a_question_for_a_limit_is_answered_by_a_sentence_that_states_one():
     # A range states its bounds: "-128から127まで" answers "最大値はいくつ".
     ranged = passage("Rustの整数型: i8型は-128から127までの値を表せます。", "ja")
     assert pick_sentences("i8型で表せる最大値はいくつですか？", ranged, min_score=0.3)
+
+
+def test_a_quoted_japanese_title_is_not_looked_for_in_an_english_passage():
+    # An English document translates a Japanese title, and writes a name in Latin script as the question does. The
+    # model's cosine stands in for the bundled model, which reads across the two languages.
+    novel = [Passage(source_id="S1", title="Proust", lang="en",
+                     text="Proust published the first volume of In Search of Lost Time in 1913.")]
+
+    def similarity(question, sentences):
+        return [0.95] * len(sentences)
+
+    picked = pick_sentences("『失われた時を求めて』の第1巻が出版されたのは何年ですか？", novel, similarity=similarity,
+                            min_score=0.3)
+    assert [p.sentence for p in picked] == [novel[0].text]
+    assert pick_sentences("「Sodome」の第1巻が出版されたのは何年ですか？", novel, similarity=similarity,
+                          min_score=0.3) == []
+    # Nor is a Japanese counter: "何年" is answered by "in 1913", "何人" by "104 people".
+    bus = [Passage(source_id="S1", title="Hida River bus accident", lang="en",
+                   text="The accident in 1968 killed 104 people.")]
+    assert pick_sentences("1968年の飛騨川バス転落事故の死者は何人ですか？", bus, similarity=similarity, min_score=0.3)

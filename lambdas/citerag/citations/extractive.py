@@ -516,7 +516,7 @@ def pick_sentences(
     # title when sources in the question's own exist).
     named = _named_words(query, [p for p in usable if p.lang == query.lang] or usable, stats)
     quoted = _quoted(query)
-    if floor > 0 and not (_mentions(usable[best.rank], named) and _quotes(usable[best.rank], quoted)):
+    if floor > 0 and not (_mentions(usable[best.rank], named) and _quotes(usable[best.rank], quoted, query.lang)):
         return []
     picked = [best]
     for c in candidates[1:]:
@@ -527,7 +527,7 @@ def pick_sentences(
             # page, for a question about grep's recursive search): not part of the answer. JaQuAD dev facts 86.3% ->
             # 87.2%, nothing else moved.
             continue
-        if not _mentions(usable[c.rank], named) or not _quotes(usable[c.rank], quoted):
+        if not _mentions(usable[c.rank], named) or not _quotes(usable[c.rank], quoted, query.lang):
             continue  # "sortで大文字と小文字を区別しないオプションは？": find's "-iname" is not sort's, however close
         if not any((c.rank == o.rank and c.pos <= o.last and o.pos <= c.last) or _same_words(c.text, o.text)
                    for o in picked):
@@ -588,9 +588,12 @@ def _quoted(query: Query) -> list[str]:
     return [_squashed(name) for name in _QUOTED.findall(query.text)]
 
 
-def _quotes(passage: Passage, quoted: list[str]) -> bool:
-    text = _squashed(f"{passage.title} {passage.section or ''} {passage.text}") if quoted else ""
-    return all(name in text for name in quoted)
+def _quotes(passage: Passage, quoted: list[str], lang: str) -> bool:
+    """Whether the passage holds every name the question quotes; in another language, every name in Latin script
+    (「TurtleBot」), as a Japanese title (『失われた時を求めて』) is translated in an English document."""
+    held = [name for name in quoted if passage.lang == lang or name.isascii()]
+    text = _squashed(f"{passage.title} {passage.section or ''} {passage.text}") if held else ""
+    return all(name in text for name in held)
 
 
 def _same_words(a: str, b: str) -> bool:

@@ -69,6 +69,7 @@ _NUMERAL = r"(?:\d|[一二三四五六七八九十百千万億数])\s?"
 _NOT_COUNTS = re.compile(r"(?<![\d一二三四五六七八九十百千万億])(?:十分|万歳|一種)")
 
 
+_JAPANESE = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
 _COUNTED = {counter: re.compile(_NUMERAL + "(?:" + units + ")") for counter, units in _COUNTERS.items()}
 
 
@@ -119,7 +120,9 @@ def _number_kind(query: Query) -> Callable[[str], bool]:
     if _WANTS_YEAR.search(query.text):
         return lambda text: bool(_YEAR.search(normalize(text)))  # "２０１２年", "2012.05.01"; not "v. 2.0"
     if count := _WANTS_COUNT.search(query.text):
-        return _units_in(_COUNTED[count.group(1)])
+        counted = _units_in(_COUNTED[count.group(1)])
+        # A counter is Japanese grammar: an English sentence states the number without it ("in 1913" for 何年).
+        return lambda text: counted(text) if _JAPANESE.search(text) else _holds_number(text)
     if measured := next((unit for asked, unit in _MEASURED if asked.search(query.text)), None):
         return _units_in(measured)
     if _WANTS_TIME.search(query.text):
