@@ -4,7 +4,7 @@ from collections import Counter
 
 import pytest
 
-from citerag.citations.extractive import ANSWER_MIN_SCORE, _compound_terms, pick_sentences
+from citerag.citations.extractive import ANSWER_MIN_SCORE, _compound_terms, pick_sentences, rank_sentences
 from citerag.citations.question_kinds import kind_evidence
 from citerag.citations.statements import ends_statement, split_statements
 from citerag.search.passage import Passage
@@ -737,6 +737,10 @@ def test_a_day_the_question_names_is_one_the_passage_holds(other_day):
 
     assert pick_sentences(question, visit(other_day), min_score=0.8) == []
     assert pick_sentences(question, visit("1943年1月9日"), min_score=0.8)
+    # An English passage writes the day its own way.
+    english = [Passage(source_id="S1", title="Warsaw", lang="en", text="On January 9, 1943, Himmler visited Warsaw.")]
+    scored = rank_sentences(question, english, similarity=lambda question, sentences: [0.95] * len(sentences))[2]
+    assert scored[0].factor == 1.0
 
 
 def test_a_question_for_a_limit_is_answered_by_a_sentence_that_states_one():
