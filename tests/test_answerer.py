@@ -145,6 +145,26 @@ def test_a_question_asking_what_something_is_called_gets_the_sentence_that_names
     assert [p.sentence for p in picked] == [naming]
 
 
+@pytest.mark.parametrize(("question", "lang", "about", "naming"), [
+    # JaQuAD's near miss: a sentence on the battle, which calls it nothing, was the answer.
+    ("甲陽鎮撫隊と東征軍の戦いは何と呼ばれていますか？", "ja", "甲陽鎮撫隊と東征軍の戦いは3月6日に勝沼で始まった。",
+     "甲陽鎮撫隊と東征軍の戦いは甲州勝沼の戦いと呼ばれている。"),
+    ("What do people in the Rust community call themselves?", "en",
+     "People in the Rust community meet on the community page.",
+     "Find other Rustaceans (a silly nickname we call ourselves) on the community page."),
+], ids=["ja", "en"])
+def test_a_question_asking_what_something_is_called_is_not_answered_by_a_sentence_that_calls_it_nothing(
+        question, lang, about, naming):
+    def passage(text):
+        return [Passage(source_id="S1", title="guide", lang=lang, text=text)]
+
+    assert pick_sentences(question, passage(about), min_score=0.3) == []
+    assert [p.sentence for p in pick_sentences(question, passage(naming), min_score=0.3)] == [naming]
+    # Asked for a name, a sentence that states it answers without calling it anything.
+    river = [Passage(source_id="S1", title="小辺路", lang="ja", text="小辺路が奈良県に入って出会う川は十津川である。")]
+    assert pick_sentences("小辺路が奈良県に入って出会う川の名前は何ですか？", river, min_score=0.3)
+
+
 def test_prose_glued_to_the_end_of_printed_compiler_output_is_answered_without_it():
     text = ("thread 'main' panicked at 'called `Result::unwrap()` on an `Err` value: Error { repr: Os { code: 2, "
             "message: \"No such file or directory\" } }', src/libcore/result.rs:906:4このエラーメッセージは、"

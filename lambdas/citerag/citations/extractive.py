@@ -17,6 +17,7 @@ from citerag.citations.question_kinds import (
     NAMES,
     OPTION,
     OPTION_WORDS,
+    WANTS_CALLED,
     WANTS_CODE,
     WANTS_NAME,
     WANTS_OPTION,
@@ -541,6 +542,10 @@ def pick_sentences(
     if floor > 0 and asks_for_number(query) and not any(map(number_evidence(query), (c.text for c in picked))):
         # "Which version of Visual Studio…", "Rustの安定版は何週間ごとに…": sentences on the topic that state no
         # number do not answer a question that asks for one. Dev: JA abstention recall 70% -> 80%, nothing else moved.
+        return []
+    if floor > 0 and WANTS_CALLED.search(query.text) and not any(NAMES.search(c.text) for c in picked):
+        # "甲陽鎮撫隊と東征軍の戦いは何と呼ばれていますか?": a sentence on the battle that calls it nothing does not say
+        # what it is called, as one that states no number does not say how many.
         return []
     antecedent = _antecedent(best, candidates) if best in picked else None
     if antecedent is not None and not any(o.rank == antecedent.rank and o.pos <= antecedent.pos <= o.last

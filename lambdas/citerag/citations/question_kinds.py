@@ -142,13 +142,18 @@ OPTION_WORDS = frozenset(term_id(t) for t in tokenize("option options flag flags
 # sentence that names it ("この区域を雑居地といい、…", "…と呼ばれます", "…are called Rustaceans"), a question type like
 # numbers and commands. Not "what is returned when unwrap is called", "…ということです" or "a file named x.txt".
 # Dev: JaQuAD facts 85.5% -> 86.3%, nothing else moved.
-WANTS_NAME = re.compile(r"何と(いう|言う|呼|いい|称)|(名前|名称|呼び名|あだ名)は(何|なん)(です|でしょう|か|[?？]|$)"
-                        r"|\bwhat(?:'s| is| are| was| were) (?:[\w-]+ ){0,5}called\b[?？]?\s*$"
-                        r"|\bwhat (?:do|does|did) (?:[\w-]+ ){1,6}call\b(?! (?:before|after|when|first))"
+_ASKS_CALLED = (r"何と(?:いう(?!名)|言う|呼|いい|称)"
+                r"|\bwhat(?:'s| is| are| was| were) (?:[\w-]+ ){0,5}called\b[?？]?\s*$"
+                r"|\bwhat (?:do|does|did) (?:[\w-]+ ){1,6}call\b(?! (?:before|after|when|first))")
+WANTS_NAME = re.compile(_ASKS_CALLED + r"|何という名|(名前|名称|呼び名|あだ名)は(何|なん)(です|でしょう|か|[?？]|$)"
                         r"|\bwhat(?:'s| is) the name of\b", re.I)
-NAMES = re.compile(r"と(呼ば|呼ん|呼ぶ|称|名付)|といい[、,]|という(?!こと|わけ|の|よう|点|意味)"
+# "…を何と呼びますか" asks for what a thing is called, and only a sentence that calls it something answers ("…は
+# エラーの委譲として認知され", "Rustaceans (a silly nickname we call ourselves)"); "名前は何" asks for a name, which a
+# sentence states without a naming phrase ("…を流れる川は十津川").
+WANTS_CALLED = re.compile(_ASKS_CALLED, re.I)
+NAMES = re.compile(r"と(呼ば|呼ん|呼ぶ|称|名付)|といい[、,]|という(?!こと|わけ|の|よう|点|意味)|として(?:認知|知られ)"
                    r"|\b(?:is|are|was|were|be) (?:called|named|termed)\b(?! (?:when|on|with|by|from|if|for|to|in))"
-                   r"|\bknown as\b", re.I)
+                   r"|\bknown as\b|\bnicknamed?\b|\bcalls? (?:ourselves|themselves|itself)\b", re.I)
 
 
 # "Who…" asks for a person: a document about one names them in its lead sentence.
