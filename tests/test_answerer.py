@@ -165,6 +165,13 @@ def test_a_question_asking_what_something_is_called_is_not_answered_by_a_sentenc
     assert pick_sentences("小辺路が奈良県に入って出会う川の名前は何ですか？", river, min_score=0.3)
 
 
+def test_a_name_of_a_kind_calls_a_thing_something():
+    # JaQuAD: "地方名としてコメウツボ(和歌山県)" says what the moray is called in Wakayama.
+    eel = [Passage(source_id="S1", title="ウツボ", lang="ja",
+                   text="他の地方名としてジャウツボ(高知)、コメウツボ(和歌山県)などがある。")]
+    assert pick_sentences("和歌山県ではウツボは何と呼ばれていますか？", eel, min_score=0.3)
+
+
 def test_prose_glued_to_the_end_of_printed_compiler_output_is_answered_without_it():
     text = ("thread 'main' panicked at 'called `Result::unwrap()` on an `Err` value: Error { repr: Os { code: 2, "
             "message: \"No such file or directory\" } }', src/libcore/result.rs:906:4このエラーメッセージは、"

@@ -148,10 +148,11 @@ _ASKS_CALLED = (r"何と(?:いう(?!名)|言う|呼|いい|称)"
 WANTS_NAME = re.compile(_ASKS_CALLED + r"|何という名|(名前|名称|呼び名|あだ名)は(何|なん)(です|でしょう|か|[?？]|$)"
                         r"|\bwhat(?:'s| is) the name of\b", re.I)
 # "…を何と呼びますか" asks for what a thing is called, and only a sentence that calls it something answers ("…は
-# エラーの委譲として認知され", "Rustaceans (a silly nickname we call ourselves)"); "名前は何" asks for a name, which a
-# sentence states without a naming phrase ("…を流れる川は十津川").
+# エラーの委譲として認知され", "地方名としてコメウツボ(和歌山県)", "Rustaceans (a silly nickname we call ourselves)");
+# "名前は何" asks for a name, which a sentence states without a naming phrase ("…を流れる川は十津川").
 WANTS_CALLED = re.compile(_ASKS_CALLED, re.I)
 NAMES = re.compile(r"と(呼ば|呼ん|呼ぶ|称|名付)|といい[、,]|という(?!こと|わけ|の|よう|点|意味)|として(?:認知|知られ)"
+                   r"|地方名|別名|通称|異名|俗称|愛称|和名|学名|呼称"
                    r"|\b(?:is|are|was|were|be) (?:called|named|termed)\b(?! (?:when|on|with|by|from|if|for|to|in))"
                    r"|\bknown as\b|\bnicknamed?\b|\bcalls? (?:ourselves|themselves|itself)\b", re.I)
 
