@@ -14,6 +14,7 @@ from citerag.bench import answers as ab
 from citerag.citations.answer import Answer, Citation
 from citerag.citations.extractive import (
     ANSWER_MIN_SCORE,
+    UNKNOWN_KANA_WORD_MIN_SCORE,
     UNKNOWN_WORD_MIN_SCORE,
     pick_sentences,
     rank_sentences,
@@ -140,6 +141,26 @@ def test_a_japanese_question_naming_a_katakana_word_no_document_holds_is_not_ans
     assert rank_sentences(unknown, passages, stats)[2][0].score > 0.1
     assert pick_sentences(unknown, passages, stats, min_score=0.1) == []
     assert pick_sentences("ベクタに要素を追加するメソッドは何ですか？", passages, stats, min_score=0.1)
+
+
+def test_a_katakana_word_no_document_holds_weighs_as_an_identifier_in_a_question_for_a_command():
+    # "ナイトリー版をインストールするコマンド": the Rust book has no nightly, and its install command was the answer.
+    text = "Rustを最新版に更新するコマンドはrustup updateです。64ビットアーキテクチャなら、usize型は64ビットです。"
+    stats = CorpusStats()
+    stats.add(Counter(term_id(t) for t in tokenize(text)))
+    passages = [Passage(source_id="S1", text=text, lang="ja")]
+
+    def similarity(question, sentences):  # stands in for the bundled model
+        return [0.96] * len(sentences)
+
+    def answer(question):
+        best = rank_sentences(question, passages, stats, similarity=similarity)[2][0]
+        assert UNKNOWN_KANA_WORD_MIN_SCORE < best.evidence < UNKNOWN_WORD_MIN_SCORE["ja"]
+        return pick_sentences(question, passages, stats, similarity=similarity, min_score=0.1)
+
+    assert answer("Rustをナイトリー版に更新するコマンドは何ですか？") == []
+    # Elsewhere a katakana word may be spelt another way than the documents spell it ("マシン", "マシーン").
+    assert answer("64ビットのマシンでusize型は何ビットですか？")
 
 
 def test_a_question_that_asks_for_a_number_is_not_answered_by_sentences_that_state_none():

@@ -510,7 +510,10 @@ def pick_sentences(
         return []
     unknown = unknown_words(query, stats) if floor > 0 else []
     latin = _for(UNKNOWN_WORD_MIN_SCORE if unknown_word_min_score is None else unknown_word_min_score, query.lang)
-    unknown_floor = max((latin if w.isascii() else UNKNOWN_KANA_WORD_MIN_SCORE for w in unknown), default=0.0)
+    # Asked for a command, a function or a method, a katakana word is a technical term ("ナイトリー版をインストール
+    # するコマンド", "ツールチェーンの一覧を表示するコマンド"), whose absence weighs as a Latin identifier's does.
+    kana = latin if WANTS_CODE.search(query.text) else UNKNOWN_KANA_WORD_MIN_SCORE
+    unknown_floor = max((latin if w.isascii() else kana for w in unknown), default=0.0)
     if candidates[0].evidence < unknown_floor:
         return []
     best = _widened(candidates)
