@@ -145,24 +145,27 @@ def test_a_question_asking_what_something_is_called_gets_the_sentence_that_names
     assert [p.sentence for p in picked] == [naming]
 
 
-@pytest.mark.parametrize(("question", "lang", "about", "naming"), [
+def test_a_question_asking_what_something_is_called_is_not_answered_by_a_sentence_that_calls_it_nothing():
     # JaQuAD's near miss: a sentence on the battle, which calls it nothing, was the answer.
-    ("甲陽鎮撫隊と東征軍の戦いは何と呼ばれていますか？", "ja", "甲陽鎮撫隊と東征軍の戦いは3月6日に勝沼で始まった。",
-     "甲陽鎮撫隊と東征軍の戦いは甲州勝沼の戦いと呼ばれている。"),
-    ("What do people in the Rust community call themselves?", "en",
-     "People in the Rust community meet on the community page.",
-     "Find other Rustaceans (a silly nickname we call ourselves) on the community page."),
-], ids=["ja", "en"])
-def test_a_question_asking_what_something_is_called_is_not_answered_by_a_sentence_that_calls_it_nothing(
-        question, lang, about, naming):
-    def passage(text):
+    question = "甲陽鎮撫隊と東征軍の戦いは何と呼ばれていますか？"
+
+    def passage(text, lang="ja"):
         return [Passage(source_id="S1", title="guide", lang=lang, text=text)]
 
-    assert pick_sentences(question, passage(about), min_score=0.3) == []
+    assert pick_sentences(question, passage("甲陽鎮撫隊と東征軍の戦いは3月6日に勝沼で始まった。"), min_score=0.3) == []
+    naming = "甲陽鎮撫隊と東征軍の戦いは甲州勝沼の戦いと呼ばれている。"
     assert [p.sentence for p in pick_sentences(question, passage(naming), min_score=0.3)] == [naming]
-    # Asked for a name, a sentence that states it answers without calling it anything.
-    river = [Passage(source_id="S1", title="小辺路", lang="ja", text="小辺路が奈良県に入って出会う川は十津川である。")]
-    assert pick_sentences("小辺路が奈良県に入って出会う川の名前は何ですか？", river, min_score=0.3)
+    # Asked for a name or for one of a kind, a sentence that states it answers without calling it anything.
+    assert pick_sentences("小辺路が奈良県に入って出会う川の名前は何ですか？",
+                          passage("小辺路が奈良県に入って出会う川は十津川である。"), min_score=0.3)
+    assert pick_sentences("ファミコンは何という会社が開発しましたか？",
+                          passage("ファミコンは任天堂が開発した家庭用ゲーム機である。"), min_score=0.3)
+    # English says what a thing is called as often without a naming phrase.
+    assert pick_sentences("What is the Rust compiler called?", passage("The Rust compiler is rustc.", "en"),
+                          min_score=0.3)
+    assert pick_sentences("What is returned when unwrap is called?",
+                          passage("Calling unwrap on an Err value panics; on Ok it returns the value inside.", "en"),
+                          min_score=0.3)
 
 
 def test_a_name_of_a_kind_calls_a_thing_something():
@@ -733,6 +736,10 @@ def test_a_which_question_is_answered_by_the_sentence_that_names_one(question, l
                 for i, text in enumerate((general, named))]
     picked = pick_sentences(question, passages, min_score=0.3, max_sentences=1)
     assert [p.sentence for p in picked] == [named]
+    # A katakana word before a katakana kind is one compound, not a name; a kanji compound's kind is its last word.
+    assert not kind_evidence(analyze("どのパッケージを入れますか？"))("デフォルトパッケージを入れます。")
+    assert kind_evidence(analyze("どのプログラミング言語で書かれていますか？"))("Rust言語で書かれています。")
+    assert kind_evidence(analyze("What will happen if I call unwrap on None?")) is None
     # A name the question already holds names nothing new, and a capitalised word is not a name ("The package").
     assert not kind_evidence(analyze("Which package does build-essential pull in?"))("the build-essential package")
     assert not kind_evidence(analyze(question))("The package is in Ubuntu. Some Rust packages need it.")
@@ -785,6 +792,13 @@ def test_a_question_for_a_limit_is_answered_by_a_sentence_that_states_one():
     # A range states its bounds: "-128から127まで" answers "最大値はいくつ".
     ranged = passage("Rustの整数型: i8型は-128から127までの値を表せます。", "ja")
     assert pick_sentences("i8型で表せる最大値はいくつですか？", ranged, min_score=0.3)
+    # A superlative that says which thing, not that a limit is asked, asks nothing of the kind.
+    assert pick_sentences("When did the largest earthquake in Japan strike?",
+                          passage("The largest earthquake in Japan struck on March 11, 2011."), min_score=0.3)
+    assert pick_sentences("How many people live in Tokyo, the largest city of Japan?",
+                          passage("About 14 million people live in Tokyo, Japan."), min_score=0.3)
+    assert pick_sentences("最高裁判所は何年に設立されましたか？", passage("最高裁判所は1947年に設立された。", "ja"),
+                          min_score=0.3)
 
 
 def test_a_quoted_japanese_title_is_not_looked_for_in_an_english_passage():

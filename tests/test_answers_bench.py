@@ -159,8 +159,10 @@ def test_a_katakana_word_no_document_holds_weighs_as_an_identifier_in_a_question
         return pick_sentences(question, passages, stats, similarity=similarity, min_score=0.1)
 
     assert answer("Rustをナイトリー版に更新するコマンドは何ですか？") == []
-    # Elsewhere a katakana word may be spelt another way than the documents spell it ("マシン", "マシーン").
+    # Elsewhere a katakana word may be spelt another way than the documents spell it ("マシン", "マシーン"), also in
+    # a question of how to do something.
     assert answer("64ビットのマシンでusize型は何ビットですか？")
+    assert answer("64ビットのマシンでusize型が何ビットかを知る方法は？")
 
 
 def test_a_question_that_asks_for_a_number_is_not_answered_by_sentences_that_state_none():

@@ -393,13 +393,15 @@ _LATIN_WORD = re.compile(r"^[a-z][a-z0-9_.-]*$")
 
 
 _KATAKANA_WORD = re.compile(r"[\u30a1-\u30fa\u30fc]{2,}")
+_ASKS_FOR_CODE = re.compile(r"コマンド|関数|メソッド|マクロ")
 
 
 # A verb's stem and its noun's, as the stemmer leaves them ("divid" of dividing, "divis" of division; "permit",
-# "permiss"; "convert", "convers"; "describ", "descript"; "reduc", "reduct"): a question about dividing integers asks
-# about what the manual calls integer division, not for a word the documents lack.
+# "permiss"; "describ", "descript"; "reduc", "reduct"): a question about dividing integers asks about what the manual
+# calls integer division, not for a word the documents lack. Not "-vert" ("revert" is not "reverse"), and only
+# stems long enough to be a verb's ("ab" is not "apt").
 _NOMINALIZED = [(re.compile(ending), noun) for ending, noun in
-                ((r"(?<=\w{4})d$", "s"), (r"mit$", "miss"), (r"vert$", "vers"), (r"b$", "pt"), (r"c$", "ct"))]
+                ((r"(?<=\w{4})d$", "s"), (r"(?<=\w)mit$", "miss"), (r"(?<=\w{4})b$", "pt"), (r"(?<=\w{4})c$", "ct"))]
 
 
 def _noun_forms(stem: str) -> list[str]:
@@ -512,7 +514,9 @@ def pick_sentences(
     latin = _for(UNKNOWN_WORD_MIN_SCORE if unknown_word_min_score is None else unknown_word_min_score, query.lang)
     # Asked for a command, a function or a method, a katakana word is a technical term ("ナイトリー版をインストール
     # するコマンド", "ツールチェーンの一覧を表示するコマンド"), whose absence weighs as a Latin identifier's does.
-    kana = latin if WANTS_CODE.search(query.text) else UNKNOWN_KANA_WORD_MIN_SCORE
+    # Not in any question of how to do something ("…を調べる方法は"), where it may be spelt another way ("マシン",
+    # "マシーン").
+    kana = latin if _ASKS_FOR_CODE.search(query.text) else UNKNOWN_KANA_WORD_MIN_SCORE
     unknown_floor = max((latin if w.isascii() else kana for w in unknown), default=0.0)
     if candidates[0].evidence < unknown_floor:
         return []

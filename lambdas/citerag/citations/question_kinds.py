@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable
 
 from citerag.citations.statements import LEADING_ENUMERATOR
-from citerag.documents.text import normalize
+from citerag.documents.text import detect_language, normalize
 from citerag.search.query import Query
 from citerag.search.sparse import term_id, tokenize
 
@@ -69,7 +69,6 @@ _NUMERAL = r"(?:\d|[一二三四五六七八九十百千万億数])\s?"
 _NOT_COUNTS = re.compile(r"(?<![\d一二三四五六七八九十百千万億])(?:十分|万歳|一種)")
 
 
-_JAPANESE = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
 _COUNTED = {counter: re.compile(_NUMERAL + "(?:" + units + ")") for counter, units in _COUNTERS.items()}
 
 
@@ -95,13 +94,18 @@ _MEASURED = [(re.compile(asked, re.I), re.compile(_NUMERAL + "(?:" + unit + ")")
 
 
 # "What is the maximum number of elements a tuple can have?", "最大値はいくつ": a limit is stated as one ("最大約18cm",
-# "up to 32", "-128以上127以下"); a sentence that only counts something ("a number of values … into one compound
-# type") does not say how far it may go.
-_WANTS_LIMIT = re.compile(r"\b(maximum|minimum|largest|smallest|biggest|highest|lowest|longest|shortest|greatest)\b"
-                          r"|最大|最小|最高|最低|最多|最少|最長|最短|最も|いちばん|一番|上限|下限", re.I)
-_LIMIT = re.compile(r"\b(max|maximum|min|minimum|largest|smallest|biggest|highest|lowest|longest|shortest|greatest"
-                    r"|at most|at least|limit|limited|up to|no more than|no fewer than|no less than|exceeds?|range)\b"
-                    r"|最|上限|下限|まで|以下|以上|以内|未満|範囲", re.I)
+# "up to 32", "-128以上127以下", "from 0 to 255"); a sentence that only counts something ("a number of values … into
+# one compound type") does not say how far it may go. Only where the limit is what is asked: "When did the largest
+# earthquake strike?" asks for a date, and 最高裁判所 is a court.
+_WANTS_LIMIT = re.compile(r"\b(?:maximum|minimum|max|min|largest|smallest|highest|lowest|greatest)"
+                          r" (?:number|size|length|value|amount|count)\b|\bat (?:most|least) how\b"
+                          r"|最大値|最小値|上限|下限|(?:最大|最小|最も大きく|最も小さく)(?:の値|で|て)?は?(?:何|いくつ|どれ)",
+                          re.I)
+_LIMIT = re.compile(r"\b(?:max|maximum|min|minimum|largest|smallest|biggest|highest|lowest|longest|shortest|greatest"
+                    r"|at most|at least|limits?|limited|no more than|no fewer than|no less than|exceeds?|ranges?"
+                    r"|maximums|minimums|maxima|minima)\b|\bup to(?! date)"
+                    r"|\b(?:from|between) [-−]?\d[\d,.]* (?:to|and) [-−]?\d"
+                    r"|最大|最小|最高|最低|最長|最短|最多|最少|上限|下限|まで|以下|以上|以内|未満|範囲", re.I)
 
 
 def number_evidence(query: Query) -> Callable[[str], bool]:
@@ -122,7 +126,7 @@ def _number_kind(query: Query) -> Callable[[str], bool]:
     if count := _WANTS_COUNT.search(query.text):
         counted = _units_in(_COUNTED[count.group(1)])
         # A counter is Japanese grammar: an English sentence states the number without it ("in 1913" for 何年).
-        return lambda text: counted(text) if _JAPANESE.search(text) else _holds_number(text)
+        return lambda text: counted(text) if detect_language(text) == "ja" else _holds_number(text)
     if measured := next((unit for asked, unit in _MEASURED if asked.search(query.text)), None):
         return _units_in(measured)
     if _WANTS_TIME.search(query.text):
@@ -138,19 +142,23 @@ WANTS_CODE = re.compile(r"\b(how (do|can|should) (i|you|we)|which (command|funct
 WANTS_OPTION = re.compile(r"\b(which|what) (?:[\w.-]+ ){0,2}(?:option|flag|switch)(?:es|s)?\b|オプション|フラグ", re.I)
 OPTION = re.compile(r"(?:^|[\s(\[,'\"`])--?[A-Za-z0-9]")
 OPTION_WORDS = frozenset(term_id(t) for t in tokenize("option options flag flags switch switches オプション フラグ"))
-# A question that asks what something is called ("…を何というか", "What do people call…") is answered by the
-# sentence that names it ("この区域を雑居地といい、…", "…と呼ばれます", "…are called Rustaceans"), a question type like
-# numbers and commands. Not "what is returned when unwrap is called", "…ということです" or "a file named x.txt".
+# What a thing is called, asked in Japanese: "…を何と呼びますか", "何といいますか", "…を何というか"; not "何という会社"
+# or "何と言う名の人物", which ask for one of a kind.
+_CALLED_JA = r"何と(?:呼|称|いい|(?:いう|言う)(?=か|の|ん|[?？。]|$))"
+# A question that asks what something is called or named ("…を何というか", "What do people call…") is answered by
+# the sentence that names it ("この区域を雑居地といい、…", "…と呼ばれます", "…are called Rustaceans"), a question type
+# like numbers and commands. Not "what is returned when unwrap is called", "…ということです" or "a file named x.txt".
 # Dev: JaQuAD facts 85.5% -> 86.3%, nothing else moved.
-_ASKS_CALLED = (r"何と(?:いう(?!名)|言う|呼|いい|称)"
-                r"|\bwhat(?:'s| is| are| was| were) (?:[\w-]+ ){0,5}called\b[?？]?\s*$"
-                r"|\bwhat (?:do|does|did) (?:[\w-]+ ){1,6}call\b(?! (?:before|after|when|first))")
-WANTS_NAME = re.compile(_ASKS_CALLED + r"|何という名|(名前|名称|呼び名|あだ名)は(何|なん)(です|でしょう|か|[?？]|$)"
+WANTS_NAME = re.compile(r"何と(?:いう|言う)|" + _CALLED_JA
+                        + r"|(名前|名称|呼び名|あだ名)は(何|なん)(です|でしょう|か|[?？]|$)"
+                        r"|\bwhat(?:'s| is| are| was| were) (?:[\w-]+ ){0,5}called\b[?？]?\s*$"
+                        r"|\bwhat (?:do|does|did) (?:[\w-]+ ){1,6}call\b(?! (?:before|after|when|first))"
                         r"|\bwhat(?:'s| is) the name of\b", re.I)
-# "…を何と呼びますか" asks for what a thing is called, and only a sentence that calls it something answers ("…は
-# エラーの委譲として認知され", "地方名としてコメウツボ(和歌山県)", "Rustaceans (a silly nickname we call ourselves)");
-# "名前は何" asks for a name, which a sentence states without a naming phrase ("…を流れる川は十津川").
-WANTS_CALLED = re.compile(_ASKS_CALLED, re.I)
+# Such a question is answered only by a sentence that calls the thing something ("…はエラーの委譲として認知され",
+# "地方名としてコメウツボ(和歌山県)"); "名前は何" asks for a name, which a sentence states without a naming phrase
+# ("…を流れる川は十津川"). Japanese only: English says what a thing is called as often without a naming phrase as
+# with one ("The Rust compiler is rustc."), and "what is returned when unwrap is called" asks nothing of the kind.
+WANTS_CALLED = re.compile(_CALLED_JA)
 NAMES = re.compile(r"と(呼ば|呼ん|呼ぶ|称|名付)|といい[、,]|という(?!こと|わけ|の|よう|点|意味)|として(?:認知|知られ)"
                    r"|地方名|別名|通称|異名|俗称|愛称|和名|学名|呼称"
                    r"|\b(?:is|are|was|were|be) (?:called|named|termed)\b(?! (?:when|on|with|by|from|if|for|to|in))"
@@ -163,14 +171,17 @@ WANTS_PERSON = re.compile(r"\b(who|whom)\b|誰|人物", re.I)
 
 # "どの標準規格…", "which standard…": a question that asks which one of a kind is answered by a sentence that names
 # one ("IEEE-754規格", "the IEEE-754 standard", "the build-essential package"): a name the question does not hold,
-# written against the kind's word (of a Japanese compound, its last two characters: 規格 of 標準規格). A Japanese
-# name is in Latin script, digits or katakana; an English one looks like an identifier (a digit, a hyphen, "::",
-# capitals), so that "the default package" names none.
-_WANTS_KIND = re.compile(r"どの(?!よう|くらい|ぐらい|程度|辺|方)([\u4e00-\u9fff]{2,6}|[\u30a1-\u30fa\u30fc]{2,8})"
-                         r"|\b(?:which|what) (?!(?:is|are|was|were|do|does|did|can|kind|sort|type|types)\b)"
+# written against the kind's word (the last two characters of a kanji compound: 規格 of 標準規格, 言語 of
+# プログラミング言語; a katakana word whole). A Japanese name is in Latin script or digits, or in katakana before a
+# kanji kind (a katakana word before a katakana kind is one compound: デフォルトパッケージ); an English one looks like
+# an identifier (a digit, a hyphen, "::", capitals), so that "the default package" names none. A one-character kind
+# (どの国) is not read: its character is in too many words.
+_WANTS_KIND = re.compile(r"どの(?!よう|くらい|ぐらい|程度|辺|方)([\u4e00-\u9fff\u30a1-\u30fa\u30fc]{2,12})"
+                         r"|\b(?:which|what) (?!(?:is|are|was|were|do|does|did|can|could|will|would|should|shall|may"
+                         r"|might|must|has|have|had|happens?|kind|sort|type|types|the|an?|one|ones|if|about|else)\b)"
                          r"([a-z]{3,20})\b", re.I)
+_KIND_TAIL = re.compile(r"[\u30a1-\u30fa\u30fc]{2,}$|[\u4e00-\u9fff]{1,2}$")
 _ID = r"[A-Za-z0-9_.+:<>&-]"  # ASCII: \w would run on through the Japanese text up to the kind's word
-_JA_NAME = rf"[A-Za-z0-9]{_ID}*|[\u30a1-\u30fa\u30fc]{{2,}}"
 _EN_NAME = rf"{_ID}*(?:[0-9_:<>&-]|[A-Z]{{2}}){_ID}*"
 
 
@@ -180,8 +191,12 @@ def kind_evidence(query: Query) -> Callable[[str], bool] | None:
     if not asked:
         return None
     if asked.group(1):
-        kind = asked.group(1)[-2:] if "\u4e00" <= asked.group(1)[0] <= "\u9fff" else asked.group(1)
-        named = re.compile(rf"({_JA_NAME})\s?{re.escape(kind)}")
+        tail = _KIND_TAIL.search(asked.group(1))
+        kind = tail.group(0) if tail else ""
+        if len(kind) < 2:
+            return None
+        katakana = r"|[\u30a1-\u30fa\u30fc]{2,}" if "\u4e00" <= kind[0] <= "\u9fff" else ""
+        named = re.compile(rf"([A-Za-z0-9]{_ID}*{katakana})\s?{re.escape(kind)}")
     else:
         named = re.compile(rf"(?<!{_ID})({_EN_NAME})\s(?i:{re.escape(asked.group(2))})\b")
     asked_text = normalize(query.text)
