@@ -819,3 +819,17 @@ def test_a_quoted_japanese_title_is_not_looked_for_in_an_english_passage():
     bus = [Passage(source_id="S1", title="Hida River bus accident", lang="en",
                    text="The accident in 1968 killed 104 people.")]
     assert pick_sentences("1968年の飛騨川バス転落事故の死者は何人ですか？", bus, similarity=similarity, min_score=0.3)
+
+
+def test_the_exclamation_that_ends_a_sentence_is_no_macro():
+    # "…than crashing the program due to a typo!" read as code (a Rust macro) to "How do I…", whose answer it joined.
+    text = ("That would be better than crashing the program due to a typo! Call len() on the vector to count its "
+            "elements. The vec! macro makes one.")
+    scored = rank_sentences("How do I count the elements of a vector?",
+                            [Passage(source_id="S1", title="guide", lang="en", text=text)])[2]
+    bonus = {c.text: c.bonus for c in scored if c.pos == c.last}
+    assert bonus["That would be better than crashing the program due to a typo!"] == 0.0
+    assert bonus["Call len() on the vector to count its elements."] == bonus["The vec! macro makes one."] == 0.1
+    japanese = rank_sentences("ベクタを作るにはどうすればいいですか？", [Passage(
+        source_id="S1", title="guide", lang="ja", text="ベクタを作れば成功です!")])[2]
+    assert japanese[0].bonus == 0.0

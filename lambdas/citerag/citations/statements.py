@@ -30,8 +30,10 @@ def looks_like_heading(text: str) -> bool:
 # -m pip install rich", which read as a fragment and lost to "Rich can be installed in the Python REPL"). A root
 # prompt ("# ") only where a statement opens with it or leads into it after a colon, as manuals print a command run
 # as root ("You need to configure it as: # dpkg-reconfigure locales", which read as a fragment); elsewhere "#" is
-# more often a comment or a number sign.
-CODE = re.compile(r"(^|\s)\$ |(?:^|:\s)# [a-z]|--[a-z]|(?:^|\s)-[A-Za-z]\b(?!-)|\w::\w|\w!|\w\(\)|\b[a-z]+_[a-z_]+\b"
+# more often a comment or a number sign. A macro ("println!(", "the vec! macro") is not the "!" that ends a sentence
+# ("…than crashing the program due to a typo!", which read as code to "How do I…") nor one after Japanese text.
+CODE = re.compile(r"(^|\s)\$ |(?:^|:\s)# [a-z]|--[a-z]|(?:^|\s)-[A-Za-z]\b(?!-)|\w::\w|[A-Za-z0-9_]!(?!\s*$)|\w\(\)"
+                  r"|\b[a-z]+_[a-z_]+\b"
                   r"|\b(rustup|cargo|rustc) [a-z]"
                   r"|\b(?:pip3?|npm|pnpm|yarn|brew|apt(?:-get)?|dnf|conda|gem|uv) (?:install|add)\b")
 
