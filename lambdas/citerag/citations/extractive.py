@@ -525,7 +525,9 @@ def pick_sentences(
     # title when sources in the question's own exist).
     named = _named_words(query, [p for p in usable if p.lang == query.lang] or usable, stats)
     quoted = _quoted(query)
-    if floor > 0 and not (_mentions(usable[best.rank], named) and _quotes(usable[best.rank], quoted, query.lang)):
+    # Per passage, once: whether it holds what the question names and quotes.
+    about = [_mentions(p, named) and _quotes(p, quoted, query.lang) for p in usable]
+    if floor > 0 and not about[best.rank]:
         return []
     picked = [best]
     for c in candidates[1:]:
@@ -536,7 +538,7 @@ def pick_sentences(
             # page, for a question about grep's recursive search): not part of the answer. JaQuAD dev facts 86.3% ->
             # 87.2%, nothing else moved.
             continue
-        if not _mentions(usable[c.rank], named) or not _quotes(usable[c.rank], quoted, query.lang):
+        if not about[c.rank]:
             continue  # "sortで大文字と小文字を区別しないオプションは？": find's "-iname" is not sort's, however close
         if not any((c.rank == o.rank and c.pos <= o.last and o.pos <= c.last) or _same_words(c.text, o.text)
                    for o in picked):
