@@ -833,3 +833,24 @@ def test_the_exclamation_that_ends_a_sentence_is_no_macro():
     japanese = rank_sentences("ベクタを作るにはどうすればいいですか？", [Passage(
         source_id="S1", title="guide", lang="ja", text="ベクタを作れば成功です!")])[2]
     assert japanese[0].bonus == 0.0
+
+
+@pytest.mark.parametrize(("lead", "explains", "question", "lang"), [
+    ("Open a terminal and enter the following command:",
+     "The command downloads a script that installs the latest stable version of Rust on Linux.",
+     "How do I install Rust on Linux?", "en"),
+    ("端末を開き、以下のコマンドを入力してください:",
+     "このコマンドは、LinuxにRustの最新の安定版をインストールするスクリプトをダウンロードします。",
+     "LinuxにRustをインストールするには？", "ja"),
+])
+def test_a_sentence_that_explains_the_command_before_it_is_answered_with_the_command(lead, explains, question, lang):
+    # "How do I install Rust on Linux?" was answered with what the command does, and not the command.
+    command = "$ curl --proto '=https' --tlsv1.2 https://sh.rustup.rs -sSf | sh"
+    # The bundled model rates what the command does closest to the question, the command and its lead-in less.
+    def similarity(_question, texts):
+        return [0.95 if t.endswith(explains) and command not in t else 0.85 for t in texts]
+
+    picked = pick_sentences(question, _guide(f"{lead}\n{command}\n{explains}", lang), similarity=similarity)
+    shown = " ".join(p.sentence for p in picked)
+    assert command in shown and explains in shown
+    assert shown.index(command) < shown.index(explains)  # in document order
