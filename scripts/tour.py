@@ -45,6 +45,10 @@ documents nobody here wrote, at what `citerag bench-answers` measures.
     apt-get download texlive-latex-base-doc && dpkg -x texlive-latex-base-doc_*.deb x
     citerag ingest x/usr/share/doc/texlive-doc/latex/fancyhdr/fancyhdr.pdf --index /tmp/fh.sqlite
     python scripts/tour.py /tmp/fh.sqlite scripts/tours/fancyhdr-en.tsv
+
+    # how-to questions over the benchmark's own English chapters and licences, for scripts/tours/howto-en.tsv
+    citerag ingest datasets/answers/docs --index /tmp/howto.sqlite
+    python scripts/tour.py /tmp/howto.sqlite scripts/tours/howto-en.tsv
 """
 
 from __future__ import annotations
