@@ -852,5 +852,5 @@ def test_a_sentence_that_explains_the_command_before_it_is_answered_with_the_com
 
     picked = pick_sentences(question, _guide(f"{lead}\n{command}\n{explains}", lang), similarity=similarity)
     shown = " ".join(p.sentence for p in picked)
-    assert command in shown and explains in shown
-    assert shown.index(command) < shown.index(explains)  # in document order
+    assert lead in shown and command in shown and explains in shown
+    assert shown.index(lead) < shown.index(command) < shown.index(explains)  # in document order

@@ -473,15 +473,15 @@ def _antecedent(best: Candidate, candidates: list[Candidate]) -> Candidate | Non
     """The statement before the best one when the best opens by pointing back to it, unless that statement is a
     heading, a caption, code or otherwise scored down more than the best (the same passage, so the same topic).
     JaQuAD dev facts 86.3% -> 87.2% (jq-1173: "その場所" is "危難の海の南西部", named just before), nothing else
-    moved on dev or test; 22 of 542 answers grow by a sentence. Code it is when the best points at a command: then
-    with the sentence that leads into it ("…open a terminal and enter the following command:"), if there is one."""
+    moved on dev or test; 22 of 542 answers grow by a sentence. Code it is when the best points at a command (with
+    the words that lead into it: "…enter the following command: $ curl … | sh" is one statement)."""
     if best.pos == 0:
         return None
     before = [c for c in candidates if c.rank == best.rank and c.last == best.pos - 1]
     if _POINTS_AT_CODE.match(best.text):
         command = next((c for c in before if c.pos == c.last and (is_code_line(c.text) or CODE.search(c.text))), None)
         if command is not None:
-            return next((c for c in before if c.pos == c.last - 1 and c.text.endswith((":", "："))), command)
+            return command
     if not _REFERS_BACK.match(best.text):
         return None
     return next((c for c in before if c.pos == c.last and c.factor >= best.factor), None)
