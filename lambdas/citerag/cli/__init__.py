@@ -1,5 +1,5 @@
-"""The `citerag` command line. Every command takes --json; index commands take --index PATH. Each command lives
-in its own module and registers itself on the one Typer app (citerag.cli.common)."""
+"""The `citerag` command line. Every command but the servers (mcp, serve) takes --json; index commands take --index
+PATH. Each command lives in its own module and registers itself on the one Typer app (citerag.cli.common)."""
 
 from __future__ import annotations
 
