@@ -17,6 +17,12 @@ def _guide(text: str, lang: str) -> list[Passage]:
     return [Passage(source_id="S1", title="guide", lang=lang, text=text)]
 
 
+def _answered(question: str, text: str, lang: str) -> list[str]:
+    """The sentences that answer a question from a one-passage guide, at a gate low enough that only a
+    question-type rule refuses it."""
+    return [p.sentence for p in pick_sentences(question, _guide(text, lang), min_score=0.3)]
+
+
 def test_answers_are_verbatim_sentences_from_relevant_passages():
     passages = [
         Passage(source_id="S1", lang="en",
@@ -154,21 +160,18 @@ def test_a_question_asking_what_something_is_called_is_not_answered_by_a_sentenc
     # JaQuAD's near miss: a sentence on the battle, which calls it nothing, was the answer.
     question = "甲陽鎮撫隊と東征軍の戦いは何と呼ばれていますか？"
 
-    about = _guide("甲陽鎮撫隊と東征軍の戦いは3月6日に勝沼で始まった。", "ja")
-    assert pick_sentences(question, about, min_score=0.3) == []
+    assert _answered(question, "甲陽鎮撫隊と東征軍の戦いは3月6日に勝沼で始まった。", "ja") == []
     naming = "甲陽鎮撫隊と東征軍の戦いは甲州勝沼の戦いと呼ばれている。"
-    assert [p.sentence for p in pick_sentences(question, _guide(naming, "ja"), min_score=0.3)] == [naming]
+    assert _answered(question, naming, "ja") == [naming]
     # Asked for a name or for one of a kind, a sentence that states it answers without calling it anything.
-    assert pick_sentences("小辺路が奈良県に入って出会う川の名前は何ですか？",
-                          _guide("小辺路が奈良県に入って出会う川は十津川である。", "ja"), min_score=0.3)
-    assert pick_sentences("ファミコンは何という会社が開発しましたか？",
-                          _guide("ファミコンは任天堂が開発した家庭用ゲーム機である。", "ja"), min_score=0.3)
+    assert _answered("小辺路が奈良県に入って出会う川の名前は何ですか？",
+                     "小辺路が奈良県に入って出会う川は十津川である。", "ja")
+    assert _answered("ファミコンは何という会社が開発しましたか？",
+                     "ファミコンは任天堂が開発した家庭用ゲーム機である。", "ja")
     # English says what a thing is called as often without a naming phrase.
-    assert pick_sentences("What is the Rust compiler called?", _guide("The Rust compiler is rustc.", "en"),
-                          min_score=0.3)
-    assert pick_sentences("What is returned when unwrap is called?",
-                          _guide("Calling unwrap on an Err value panics; on Ok it returns the value inside.", "en"),
-                          min_score=0.3)
+    assert _answered("What is the Rust compiler called?", "The Rust compiler is rustc.", "en")
+    assert _answered("What is returned when unwrap is called?",
+                     "Calling unwrap on an Err value panics; on Ok it returns the value inside.", "en")
 
 
 def test_a_name_of_a_kind_calls_a_thing_something():
@@ -786,19 +789,17 @@ def test_a_question_for_a_limit_is_answered_by_a_sentence_that_states_one():
     counts = "A tuple groups a number of elements into one compound type. Tuples have a fixed number of elements."
     limit = "A tuple can have up to 12 elements."
 
-    assert pick_sentences(question, _guide(counts, "en"), min_score=0.3) == []
+    assert _answered(question, counts, "en") == []
     picked = pick_sentences(question, _guide(f"{counts} {limit}", "en"), min_score=0.3, max_sentences=1)
     assert picked and picked[0].sentence.endswith(limit)
     # A range states its bounds: "-128から127まで" answers "最大値はいくつ".
-    ranged = _guide("Rustの整数型: i8型は-128から127までの値を表せます。", "ja")
-    assert pick_sentences("i8型で表せる最大値はいくつですか？", ranged, min_score=0.3)
+    assert _answered("i8型で表せる最大値はいくつですか？", "Rustの整数型: i8型は-128から127までの値を表せます。", "ja")
     # A superlative that says which thing, not that a limit is asked, asks nothing of the kind.
-    assert pick_sentences("When did the largest earthquake in Japan strike?",
-                          _guide("The largest earthquake in Japan struck on March 11, 2011.", "en"), min_score=0.3)
-    assert pick_sentences("How many people live in Tokyo, the largest city of Japan?",
-                          _guide("About 14 million people live in Tokyo, Japan.", "en"), min_score=0.3)
-    assert pick_sentences("最高裁判所は何年に設立されましたか？", _guide("最高裁判所は1947年に設立された。", "ja"),
-                          min_score=0.3)
+    assert _answered("When did the largest earthquake in Japan strike?",
+                     "The largest earthquake in Japan struck on March 11, 2011.", "en")
+    assert _answered("How many people live in Tokyo, the largest city of Japan?",
+                     "About 14 million people live in Tokyo, Japan.", "en")
+    assert _answered("最高裁判所は何年に設立されましたか？", "最高裁判所は1947年に設立された。", "ja")
 
 
 def test_a_quoted_japanese_title_is_not_looked_for_in_an_english_passage():
