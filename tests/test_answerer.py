@@ -855,3 +855,24 @@ def test_a_sentence_that_explains_the_command_before_it_is_answered_with_the_com
     shown = " ".join(p.sentence for p in picked)
     assert lead in shown and command in shown and explains in shown
     assert shown.index(lead) < shown.index(command) < shown.index(explains)  # in document order
+
+
+@pytest.mark.parametrize("question, text, answer", [
+    # The passage is about vectors and never says how to sort one.
+    ("How do I sort a vector?",
+     "Vectors are implemented using generics. A vector holds values of one type.", None),
+    # It says the vector is not inserted into: no way to insert.
+    ("How do I insert an element into a vector?",
+     "Because we aren't inserting any values into this vector, Rust doesn't know what kind of elements it holds.",
+     None),
+    ("How do I insert an element into a vector?",
+     "You can insert an element into a vector at a given index with the insert method.",
+     "You can insert an element into a vector at a given index with the insert method."),
+    # Another word for the same action, shown as the command that does it.
+    ("How do I remove rustup?", "To uninstall rustup, run: $ rustup self uninstall",
+     "To uninstall rustup, run: $ rustup self uninstall"),
+])
+def test_a_how_to_answer_says_the_action_or_shows_the_code_that_does_it(question, text, answer):
+    # Asked how to sort a vector, the answer was that vectors are implemented using generics; asked how to insert an
+    # element at a position, that "we aren't inserting any values".
+    assert _answered(question, text, "en") == ([answer] if answer else [])

@@ -137,6 +137,13 @@ def _number_kind(query: Query) -> Callable[[str], bool]:
 WANTS_CODE = re.compile(r"\b(how (do|can|should) (i|you|we)|which (command|function|method|macro|flag|operator)"
                         r"|what (command|function|method|macro|flag))\b|コマンド|関数|メソッド|マクロ|フラグ"
                         r"|どうすれば|どうやって|方法", re.I)
+# "How do I sort a vector?" asks for a way to do one thing, named by the verb after "how do I": the sentence that
+# answers says it (sorts, sorting), or shows the command or code that does it ("To uninstall Rust…: $ rustup self
+# uninstall", for "remove"). One on vectors that never says it sorts ("Vectors are implemented using generics…") answers
+# another question, as does one that says the thing is not done ("Because we aren't inserting any values into this
+# vector…", asked how to insert an element).
+HOW_TO = re.compile(r"^\s*how (?:do|can|should|could|would|might|may) (?:i|you|we)\s+(?:\w+ly\s+)?([a-z]+)\b", re.I)
+NEGATED = re.compile(r"(?:\bnot|n[’']t|\bnever)\s+(?:\w+\s+)?\w+", re.I)  # "aren't inserting any", "not to sort"
 # "Which grep option…" is answered by an option ("-i", "--ignore-case"), as "how many" is by a number: a sentence
 # on the topic that names none ("grep prints each line that matches a pattern", for lines in blue) answers nothing.
 WANTS_OPTION = re.compile(r"\b(which|what) (?:[\w.-]+ ){0,2}(?:option|flag|switch)(?:es|s)?\b|オプション|フラグ", re.I)
