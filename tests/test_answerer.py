@@ -876,3 +876,13 @@ def test_a_how_to_answer_says_the_action_or_shows_the_code_that_does_it(question
     # Asked how to sort a vector, the answer was that vectors are implemented using generics; asked how to insert an
     # element at a position, that "we aren't inserting any values".
     assert _answered(question, text, "en") == ([answer] if answer else [])
+
+
+@pytest.mark.parametrize("text, answers", [
+    # What floating-point numbers are, not how to convert one.
+    ("浮動小数点数とは数値に小数点がついたもののことです。f32が単精度浮動小数点数です。", False),
+    ("浮動小数点数を整数に変換するには、asキーワードを使います。", True),
+    ("浮動小数点数を整数にするには、x.round() as i64のように書きます。", True),  # code does it, in other words
+])
+def test_a_japanese_how_to_answer_says_the_action_or_shows_the_code(text, answers):
+    assert _answered("浮動小数点数を整数に変換するにはどう書きますか？", text, "ja") == ([text] if answers else [])

@@ -143,6 +143,10 @@ WANTS_CODE = re.compile(r"\b(how (do|can|should) (i|you|we)|which (command|funct
 # another question, as does one that says the thing is not done ("Because we aren't inserting any values into this
 # vector…", asked how to insert an element).
 HOW_TO = re.compile(r"^\s*how (?:do|can|should|could|would|might|may) (?:i|you|we)\s+(?:\w+ly\s+)?([a-z]+)\b", re.I)
+# "浮動小数点数を整数に変換するにはどう書きますか？", "…をアンインストールするコマンドは": the action is the noun
+# before する (a kanji or katakana word), which the answer says or does in code.
+HOW_TO_JA = re.compile(r"([\u4e00-\u9fff\u30a1-\u30fa\u30fc]{2,})(?:する|できる|させる)"
+                       r"(?:には|ため|方法|メソッド|関数|コマンド|マクロ)")
 NEGATED = re.compile(r"(?:\bnot|n[’']t|\bnever)\s+(?:\w+\s+)?\w+", re.I)  # "aren't inserting any", "not to sort"
 # "Which grep option…" is answered by an option ("-i", "--ignore-case"), as "how many" is by a number: a sentence
 # on the topic that names none ("grep prints each line that matches a pattern", for lines in blue) answers nothing.
