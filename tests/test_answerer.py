@@ -886,3 +886,22 @@ def test_a_how_to_answer_says_the_action_or_shows_the_code_that_does_it(question
 ])
 def test_a_japanese_how_to_answer_says_the_action_or_shows_the_code(text, answers):
     assert _answered("浮動小数点数を整数に変換するにはどう書きますか？", text, "ja") == ([text] if answers else [])
+
+
+@pytest.mark.parametrize("question, value, typed, lang", [
+    ("ベクタのgetメソッドは何型の値を返しますか？",
+     "ベクタのgetメソッドに範囲外の添え字を渡すと、パニックせずNoneを返します。",
+     "ベクタのgetメソッドに添え字を渡すと、Option<&T>が返されます。", "ja"),
+    ("What type does the get method of a vector return?",
+     "When the get method is passed an index outside the vector, it returns None without panicking.",
+     "The get method of a vector returns an Option<&T>.", "en"),
+])
+def test_a_question_for_a_type_is_answered_by_the_sentence_that_names_one(question, value, typed, lang):
+    # Asked what type get returns, the answer was what it returns out of range (None, a value), which the bundled
+    # model rated a little closer to the question.
+    def similarity(_question, texts):
+        return [0.9 if t.endswith(value) and typed not in t else 0.88 for t in texts]
+
+    picked = pick_sentences(question, _guide(f"{value}\n{typed}", lang), similarity=similarity, min_score=0.3,
+                            max_sentences=1)
+    assert [p.sentence for p in picked] == [typed]

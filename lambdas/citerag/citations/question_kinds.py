@@ -148,6 +148,15 @@ HOW_TO = re.compile(r"^\s*how (?:do|can|should|could|would|might|may) (?:i|you|w
 HOW_TO_JA = re.compile(r"([\u4e00-\u9fff\u30a1-\u30fa\u30fc]{2,})(?:する|できる|させる)"
                        r"(?:には|ため|方法|メソッド|関数|コマンド|マクロ)")
 NEGATED = re.compile(r"(?:\bnot|n[’']t|\bnever)\s+(?:\w+\s+)?\w+", re.I)  # "aren't inserting any", "not to sort"
+# "ベクタのgetメソッドは何型の値を返しますか？", "Which floating-point type…": a question for a type is answered by a
+# sentence that names one, as "which option" is by an option: the sentence on what get does when the index is out of
+# range ("…パニックすることなくNoneを返します", a value) ranked above the one that names Option<&T>. A type is named
+# as code writes it: a generic ("Option<&T>"), a path to a capitalized name ("io::Error"), a name with a size
+# ("i32", "u8"), a primitive's name, or a Latin name before 型 ("char型").
+WANTS_TYPE = re.compile(r"何型|何という型|型は(?:何|なん|どれ)|どの型|どんな型"
+                        r"|\b(?:what|which) (?:[\w-]+ ){0,2}types?\b", re.I)
+TYPE = re.compile(r"(?<![A-Za-z0-9_])(?:[A-Za-z_][A-Za-z0-9_:<>&]*\s?型|[A-Z][A-Za-z0-9_]*<[^\s<>]*>"
+                  r"|(?:[A-Za-z0-9_]+::)+[A-Z][A-Za-z0-9_]*|[a-z]+\d+|bool|char|int|float|double)(?![A-Za-z0-9_])")
 # "Which grep option…" is answered by an option ("-i", "--ignore-case"), as "how many" is by a number: a sentence
 # on the topic that names none ("grep prints each line that matches a pattern", for lines in blue) answers nothing.
 WANTS_OPTION = re.compile(r"\b(which|what) (?:[\w.-]+ ){0,2}(?:option|flag|switch)(?:es|s)?\b|オプション|フラグ", re.I)
