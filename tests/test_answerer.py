@@ -861,6 +861,7 @@ def test_a_sentence_that_explains_the_command_before_it_is_answered_with_the_com
     # The passage is about vectors and never says how to sort one.
     ("How do I sort a vector?",
      "Vectors are implemented using generics. A vector holds values of one type.", None),
+    ("how to sort a vector", "Vectors are implemented using generics. A vector holds values of one type.", None),
     # It says the vector is not inserted into: no way to insert.
     ("How do I insert an element into a vector?",
      "Because we aren't inserting any values into this vector, Rust doesn't know what kind of elements it holds.",

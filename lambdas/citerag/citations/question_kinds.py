@@ -141,8 +141,9 @@ WANTS_CODE = re.compile(r"\b(how (do|can|should) (i|you|we)|which (command|funct
 # answers says it (sorts, sorting), or shows the command or code that does it ("To uninstall Rust…: $ rustup self
 # uninstall", for "remove"). One on vectors that never says it sorts ("Vectors are implemented using generics…") answers
 # another question, as does one that says the thing is not done ("Because we aren't inserting any values into this
-# vector…", asked how to insert an element).
-HOW_TO = re.compile(r"^\s*how (?:do|can|should|could|would|might|may) (?:i|you|we)\s+(?:\w+ly\s+)?([a-z]+)\b", re.I)
+# vector…", asked how to insert an element). Typed as a search, "how to sort a vector" asks the same.
+HOW_TO = re.compile(r"^\s*how (?:(?:do|can|should|could|would|might|may) (?:i|you|we)\s+|to\s+)(?:\w+ly\s+)?([a-z]+)\b",
+                    re.I)
 # "浮動小数点数を整数に変換するにはどう書きますか？", "…をアンインストールするコマンドは": the action is the noun
 # before する (a kanji or katakana word), which the answer says or does in code.
 HOW_TO_JA = re.compile(r"([\u4e00-\u9fff\u30a1-\u30fa\u30fc]{2,})(?:する|できる|させる)"
