@@ -872,6 +872,15 @@ def test_a_sentence_that_explains_the_command_before_it_is_answered_with_the_com
     # Another word for the same action, shown as the command that does it.
     ("How do I remove rustup?", "To uninstall rustup, run: $ rustup self uninstall",
      "To uninstall rustup, run: $ rustup self uninstall"),
+    # "multiply" is the verb, not an adverb; "first" is no verb.
+    ("How do I multiply two matrices?", "To multiply matrices, call the mul method on the first one.",
+     "To multiply matrices, call the mul method on the first one."),
+    ("How do I first install Rust?", "Install Rust with the installer from the website.",
+     "Install Rust with the installer from the website."),
+    # Asked to know, not to do: no verb to say.
+    ("How can I tell if a value was moved?", "The compiler reports an error when a moved value is used again.",
+     "The compiler reports an error when a moved value is used again."),
+    ("How do I sort a vector?", "A vector cannot sort itself without a comparison of its elements.", None),
 ])
 def test_a_how_to_answer_says_the_action_or_shows_the_code_that_does_it(question, text, answer):
     # Asked how to sort a vector, the answer was that vectors are implemented using generics; asked how to insert an
@@ -884,9 +893,19 @@ def test_a_how_to_answer_says_the_action_or_shows_the_code_that_does_it(question
     ("浮動小数点数とは数値に小数点がついたもののことです。f32が単精度浮動小数点数です。", False),
     ("浮動小数点数を整数に変換するには、asキーワードを使います。", True),
     ("浮動小数点数を整数にするには、x.round() as i64のように書きます。", True),  # code does it, in other words
+    ("浮動小数点数を整数にするには、asキーワードとto_intメソッドを使います。", True),  # a method it names
+    ("浮動小数点数は整数に変換されません。", False),
 ])
 def test_a_japanese_how_to_answer_says_the_action_or_shows_the_code(text, answers):
     assert _answered("浮動小数点数を整数に変換するにはどう書きますか？", text, "ja") == ([text] if answers else [])
+
+
+def test_a_japanese_how_to_answer_may_say_the_action_in_other_words_around_it():
+    # "エラー処理するには" is answered by "エラーを処理するには…"; a purpose (…するための仕組み) asks for no action.
+    text = "エラーを処理するには、Result型の値をmatch式で調べます。"
+    assert _answered("エラー処理するにはどう書きますか？", text, "ja") == [text]
+    text = "Rustは借用チェッカーという仕組みで安全性を保証します。"
+    assert _answered("Rustが安全性を保証するための仕組みは何ですか？", text, "ja") == [text]
 
 
 @pytest.mark.parametrize("question, value, typed, lang", [
@@ -905,4 +924,27 @@ def test_a_question_for_a_type_is_answered_by_the_sentence_that_names_one(questi
 
     picked = pick_sentences(question, _guide(f"{value}\n{typed}", lang), similarity=similarity, min_score=0.3,
                             max_sentences=1)
+    assert [p.sentence for p in picked] == [typed]
+
+
+@pytest.mark.parametrize("question, text", [
+    # Named in words only: the best sentence stays.
+    ("中身が空のタプルは何という型ですか？", "中身が空のタプルはユニット型と呼ばれます。"),
+    # Kinds of a thing, not a type: an mp3 or a utf8 is no type.
+    ("What file types can the tool read?", "The tool reads PDF, Markdown and HTML files."),
+])
+def test_a_question_for_a_type_keeps_its_best_sentence_when_none_names_one(question, text):
+    lang = "ja" if "型" in question else "en"
+    assert _answered(question, text, lang) == [text]
+
+
+def test_a_generic_with_two_parameters_names_a_type():
+    value = "File::open fails when the file does not exist and then returns an error."
+    typed = "File::open returns a Result<T, E> value."
+
+    def similarity(_question, texts):
+        return [0.9 if t.endswith(value) and typed not in t else 0.88 for t in texts]
+
+    picked = pick_sentences("What type does File::open return?", _guide(f"{value}\n{typed}", "en"),
+                            similarity=similarity, min_score=0.3, max_sentences=1)
     assert [p.sentence for p in picked] == [typed]

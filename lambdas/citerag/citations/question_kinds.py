@@ -139,25 +139,36 @@ WANTS_CODE = re.compile(r"\b(how (do|can|should) (i|you|we)|which (command|funct
                         r"|どうすれば|どうやって|方法", re.I)
 # "How do I sort a vector?" asks for a way to do one thing, named by the verb after "how do I": the sentence that
 # answers says it (sorts, sorting), or shows the command or code that does it ("To uninstall Rust…: $ rustup self
-# uninstall", for "remove"). One on vectors that never says it sorts ("Vectors are implemented using generics…") answers
-# another question, as does one that says the thing is not done ("Because we aren't inserting any values into this
-# vector…", asked how to insert an element). Typed as a search, "how to sort a vector" asks the same.
-HOW_TO = re.compile(r"^\s*how (?:(?:do|can|should|could|would|might|may) (?:i|you|we)\s+|to\s+)(?:\w+ly\s+)?([a-z]+)\b",
-                    re.I)
-# "浮動小数点数を整数に変換するにはどう書きますか？", "…をアンインストールするコマンドは": the action is the noun
-# before する (a kanji or katakana word), which the answer says or does in code.
+# uninstall", for "remove"). One on vectors that never says it sorts ("Vectors are implemented using generics…")
+# answers another question, as does one that says the thing is not done ("Because we aren't inserting any values
+# into this vector…", asked how to insert an element). Typed as a search, "how to sort a vector" asks the same.
+# Words between "how do I" and the verb ("How do I first install…") are skipped; verbs that ask to know rather than
+# to do ("How can I tell if…", "How should I think about…") name no action a sentence must say.
+_ADVERBS = (r"(?:first|just|even|then|now|still|ever|also|only|simply|quickly|easily|safely|correctly|properly"
+            r"|manually|automatically|permanently|temporarily|explicitly|actually|really|best|go about)")
+HOW_TO = re.compile(r"^\s*how (?:(?:do|can|should|could|would|might|may) (?:i|you|we)|to)\s+(?:" + _ADVERBS
+                    + r"\s+)*([a-z]+)\b", re.I)
+NOT_ACTIONS = "know tell think understand learn see find figure decide choose go be"
+# "浮動小数点数を整数に変換するにはどう書きますか？", "…をアンインストールするコマンドは": the action is a kanji or
+# katakana word before する (できる, させる) in a question for a way, a command, a function or a method; the answer
+# says its last two kanji (処理 of エラー処理: "エラーを処理するには"), or does it in code.
 HOW_TO_JA = re.compile(r"([\u4e00-\u9fff\u30a1-\u30fa\u30fc]{2,})(?:する|できる|させる)"
-                       r"(?:には|ため|方法|メソッド|関数|コマンド|マクロ)")
-NEGATED = re.compile(r"(?:\bnot|n[’']t|\bnever)\s+(?:\w+\s+)?\w+", re.I)  # "aren't inserting any", "not to sort"
+                       r"(?:ためには|には|方法|メソッド|関数|コマンド|マクロ)")
+# "aren't inserting any", "not to sort", "cannot sort": what follows a negation is not done.
+NEGATED = re.compile(r"(?:\b(?:can)?not|n[’']t|\bnever)\s+(?:\w+\s+)?\w+", re.I)
+NEGATED_JA = r"(?:し|でき|され|させ)(?:ない|ません|ず)"
 # "ベクタのgetメソッドは何型の値を返しますか？", "Which floating-point type…": a question for a type is answered by a
 # sentence that names one, as "which option" is by an option: the sentence on what get does when the index is out of
 # range ("…パニックすることなくNoneを返します", a value) ranked above the one that names Option<&T>. A type is named
-# as code writes it: a generic ("Option<&T>"), a path to a capitalized name ("io::Error"), a name with a size
-# ("i32", "u8"), a primitive's name, or a Latin name before 型 ("char型").
+# as code writes it: a generic ("Option<&T>", "Result<T, E>"), a path to a capitalized name ("io::Error"), a
+# primitive's name ("i32", "usize", "bool", "String"), or a Latin name before 型 ("char型"). Not "What file types…"
+# (kinds of a thing) or "What does the type annotation do?".
 WANTS_TYPE = re.compile(r"何型|何という型|型は(?:何|なん|どれ)|どの型|どんな型"
-                        r"|\b(?:what|which) (?:[\w-]+ ){0,2}types?\b", re.I)
-TYPE = re.compile(r"(?<![A-Za-z0-9_])(?:[A-Za-z_][A-Za-z0-9_:<>&]*\s?型|[A-Z][A-Za-z0-9_]*<[^\s<>]*>"
-                  r"|(?:[A-Za-z0-9_]+::)+[A-Z][A-Za-z0-9_]*|[a-z]+\d+|bool|char|int|float|double)(?![A-Za-z0-9_])")
+                        r"|\b(?:what|which) (?:[\w-]+ ){0,2}type\b(?! (?:of|annotations?|system|inference|check)\b)"
+                        r"|\bwhat is the (?:[\w-]+ )?type of\b", re.I)
+TYPE = re.compile(r"(?<![A-Za-z0-9_])(?:[A-Za-z_][A-Za-z0-9_:<>&]*型|[A-Z][A-Za-z0-9_]*<[^<>]{1,40}"
+                  r"(?:<[^<>]{1,40}>[^<>]{0,40})?>|(?:[A-Za-z0-9_]+::)+[A-Z][A-Za-z0-9_]*"
+                  r"|[iuf](?:8|16|32|64|128|size)|bool|char|&?str|String)(?![A-Za-z0-9_])")
 # "Which grep option…" is answered by an option ("-i", "--ignore-case"), as "how many" is by a number: a sentence
 # on the topic that names none ("grep prints each line that matches a pattern", for lines in blue) answers nothing.
 WANTS_OPTION = re.compile(r"\b(which|what) (?:[\w.-]+ ){0,2}(?:option|flag|switch)(?:es|s)?\b|オプション|フラグ", re.I)
