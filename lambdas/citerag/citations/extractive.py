@@ -458,7 +458,10 @@ def _does_what_asked(query: Query) -> Callable[[str], bool] | None:
 
 
 def _widened(candidates: list[Candidate]) -> Candidate:
-    """The best candidate, or its pair with a neighbour when that scores within EXTEND_RATIO of it."""
+    """The best candidate, or its pair with a neighbour when that scores within EXTEND_RATIO of it. The sentence
+    before too, though it may add nothing ("The ring light turns blue…" before "To connect the purifier to the
+    app…"): pairing only with the one after cost JaQuAD facts dev 88.0% -> 86.3%, test 87.8% -> 87.0%, and a fancyhdr
+    tour answer."""
     best = candidates[0]
     if best.pos != best.last or best.bonus > 0:
         return best
