@@ -17,6 +17,12 @@ def _guide(text: str, lang: str) -> list[Passage]:
     return [Passage(source_id="S1", title="guide", lang=lang, text=text)]
 
 
+def _model_prefers(sentence: str, over: str, high: float, low: float):
+    """A similarity that rates the units ending in `sentence` (and not holding `over`) `high`, the rest `low`: the
+    bundled model's preference for a sentence that does not answer, made certain."""
+    return lambda _question, texts: [high if t.endswith(sentence) and over not in t else low for t in texts]
+
+
 def _answered(question: str, text: str, lang: str) -> list[str]:
     """The sentences that answer a question from a one-passage guide, at a gate low enough that only a
     question-type rule refuses it."""
@@ -848,9 +854,7 @@ def test_a_sentence_that_explains_the_command_before_it_is_answered_with_the_com
     # "How do I install Rust on Linux?" was answered with what the command does, and not the command.
     command = "$ curl --proto '=https' --tlsv1.2 https://sh.rustup.rs -sSf | sh"
     # The bundled model rates what the command does closest to the question, the command and its lead-in less.
-    def similarity(_question, texts):
-        return [0.95 if t.endswith(explains) and command not in t else 0.85 for t in texts]
-
+    similarity = _model_prefers(explains, over=command, high=0.95, low=0.85)
     picked = pick_sentences(question, _guide(f"{lead}\n{command}\n{explains}", lang), similarity=similarity)
     shown = " ".join(p.sentence for p in picked)
     assert lead in shown and command in shown and explains in shown
@@ -915,15 +919,16 @@ def test_a_japanese_how_to_answer_may_say_the_action_in_other_words_around_it():
     ("What type does the get method of a vector return?",
      "When the get method is passed an index outside the vector, it returns None without panicking.",
      "The get method of a vector returns an Option<&T>.", "en"),
+    # A generic with two parameters is a type too.
+    ("What type does File::open return?",
+     "File::open fails when the file does not exist and then returns an error.",
+     "File::open returns a Result<T, E> value.", "en"),
 ])
 def test_a_question_for_a_type_is_answered_by_the_sentence_that_names_one(question, value, typed, lang):
     # Asked what type get returns, the answer was what it returns out of range (None, a value), which the bundled
     # model rated a little closer to the question.
-    def similarity(_question, texts):
-        return [0.9 if t.endswith(value) and typed not in t else 0.88 for t in texts]
-
-    picked = pick_sentences(question, _guide(f"{value}\n{typed}", lang), similarity=similarity, min_score=0.3,
-                            max_sentences=1)
+    picked = pick_sentences(question, _guide(f"{value}\n{typed}", lang), min_score=0.3, max_sentences=1,
+                            similarity=_model_prefers(value, over=typed, high=0.9, low=0.88))
     assert [p.sentence for p in picked] == [typed]
 
 
@@ -937,14 +942,3 @@ def test_a_question_for_a_type_keeps_its_best_sentence_when_none_names_one(quest
     lang = "ja" if "型" in question else "en"
     assert _answered(question, text, lang) == [text]
 
-
-def test_a_generic_with_two_parameters_names_a_type():
-    value = "File::open fails when the file does not exist and then returns an error."
-    typed = "File::open returns a Result<T, E> value."
-
-    def similarity(_question, texts):
-        return [0.9 if t.endswith(value) and typed not in t else 0.88 for t in texts]
-
-    picked = pick_sentences("What type does File::open return?", _guide(f"{value}\n{typed}", "en"),
-                            similarity=similarity, min_score=0.3, max_sentences=1)
-    assert [p.sentence for p in picked] == [typed]

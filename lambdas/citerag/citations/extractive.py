@@ -402,11 +402,17 @@ _LATIN_WORD = re.compile(r"^[a-z][a-z0-9_.-]*$")
 _NOT_ACTIONS = frozenset(tokenize(NOT_ACTIONS))
 # A function or a method a Japanese sentence names ("to_stringメソッドを使います"), where CODE's word boundaries do
 # not hold: Python's \w spans kana too.
-_NAMED_CODE = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z_][A-Za-z0-9_:]*(?:\(\))?(?:メソッド|関数|マクロ|コマンド)")
+_CODE_WORDS_JA = "コマンド|関数|メソッド|マクロ"
+_NAMED_CODE = re.compile(rf"(?<![A-Za-z0-9_])[A-Za-z_][A-Za-z0-9_:]*(?:\(\))?(?:{_CODE_WORDS_JA})")
 
 
 _KATAKANA_WORD = re.compile(r"[\u30a1-\u30fa\u30fc]{2,}")
-_ASKS_FOR_CODE = re.compile(r"コマンド|関数|メソッド|マクロ")
+_ASKS_FOR_CODE = re.compile(_CODE_WORDS_JA)
+
+
+def _shows_code(text: str) -> bool:
+    """A command or code, in a line or inside a sentence."""
+    return bool(is_code_line(text) or CODE.search(text))
 
 
 # A verb's stem and its noun's, as the stemmer leaves them ("divid" of dividing, "divis" of division; "permit",
@@ -442,7 +448,7 @@ def _does_what_asked(query: Query) -> Callable[[str], bool] | None:
     noun of a Japanese する verb), or shows code. None for other questions, and for verbs that say nothing of the
     action ("get", "use", "make", "know")."""
     def shows_code(text: str) -> bool:
-        return bool(CODE.search(text) or is_code_line(text) or _NAMED_CODE.search(text))
+        return _shows_code(text) or bool(_NAMED_CODE.search(text))
 
     if asked_ja := HOW_TO_JA.search(query.text):
         word = normalize(asked_ja.group(1))
@@ -515,12 +521,18 @@ def _antecedent(best: Candidate, candidates: list[Candidate]) -> Candidate | Non
         return None
     before = [c for c in candidates if c.rank == best.rank and c.last == best.pos - 1]
     if _POINTS_AT_CODE.match(best.text):
-        command = next((c for c in before if c.pos == c.last and (is_code_line(c.text) or CODE.search(c.text))), None)
+        command = next((c for c in before if c.pos == c.last and _shows_code(c.text)), None)
         if command is not None:
             return command
     if not _REFERS_BACK.match(best.text):
         return None
     return next((c for c in before if c.pos == c.last and c.factor >= best.factor), None)
+
+
+def _close_runners_up(candidates: list[Candidate], wanted: Callable[[Candidate], bool]) -> list[Candidate]:
+    """The candidates of the kind asked for that score as a runner-up to the best would."""
+    top = candidates[0].score
+    return [c for c in candidates if c.score >= RUNNER_UP_RATIO * top and wanted(c)]
 
 
 def pick_sentences(
@@ -547,9 +559,7 @@ def pick_sentences(
         # would. Far below the best, an option is another option's ("-bail Stop after hitting an error." for one
         # that encrypts the database): the question is refused. A statement, not a pair: the option of a pair may be
         # the next row's (what wc counts + "-c, --bytes バイト数を表示する").
-        top = candidates[0].score
-        candidates = [c for c in candidates if c.pos == c.last and OPTION.search(c.text)
-                      and c.score >= RUNNER_UP_RATIO * top]
+        candidates = _close_runners_up(candidates, lambda c: c.pos == c.last and bool(OPTION.search(c.text)))
         # An option's row is where a manual defines it; a sentence that names one in passing ("gunzip can
         # decompress files created by … compress -H or pack.") answers "which gzip option decompresses?" only
         # where no row comes as close ("-d --decompress --uncompress Decompress.").
@@ -558,9 +568,7 @@ def pick_sentences(
         # A sentence that names a type, if one scores as a runner-up would; else the best: a type is named in words
         # too ("ユニット型"). Rust-book Japanese test facts 65.2% -> 69.6% (ja-042), nothing else moved; no dev, JaQuAD
         # or tour question changed outcome.
-        top = candidates[0].score
-        candidates = [c for c in candidates if c.score >= RUNNER_UP_RATIO * top and TYPE.search(c.text)] \
-            or candidates
+        candidates = _close_runners_up(candidates, lambda c: bool(TYPE.search(c.text))) or candidates
     # The gate reads the best sentence's evidence without the title. Reading that of the pair the answer may show
     # instead (`_widened`) changed no dev figure but refused 3 more of bench-agent's answerable questions (92.5% ->
     # 91.0% answered, 91.0% -> 89.5% citing the gold answer).
