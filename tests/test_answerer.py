@@ -892,6 +892,22 @@ def test_a_how_to_answer_says_the_action_or_shows_the_code_that_does_it(question
     assert _answered(question, text, "en") == ([answer] if answer else [])
 
 
+def test_a_how_to_answer_may_be_the_sentence_that_leads_into_the_code():
+    # "How do I access an element of an array?" was answered by a sentence on what Rust does when an access fails:
+    # the one that says how ("…using indexing, like this:") counted as a fragment for its colon.
+    how = "You can access elements of an array using indexing, like this:"
+    other = "Rust exits instead of allowing an invalid memory access to an array element."
+    text = f"{how}\n\n    let first = a[0];\n\n{other}"
+    question = "How do I access an element of an array?"
+    picked = pick_sentences(question, _guide(text, "en"), min_score=0.3, max_sentences=1,
+                            similarity=_model_prefers(how, over=other, high=0.93, low=0.87))
+    assert [p.sentence for p in picked] == [how]
+    # Asked something else, a sentence that leads into code is no whole answer.
+    picked = pick_sentences("Which element does an array access return?", _guide(text, "en"), min_score=0.3,
+                            max_sentences=1, similarity=_model_prefers(how, over=other, high=0.93, low=0.87))
+    assert [p.sentence for p in picked] == [other]
+
+
 @pytest.mark.parametrize("text, answers", [
     # What floating-point numbers are, not how to convert one.
     ("浮動小数点数とは数値に小数点がついたもののことです。f32が単精度浮動小数点数です。", False),

@@ -254,6 +254,7 @@ def rank_sentences(
     holds_number = number_evidence(query)
     wants_code = bool(WANTS_CODE.search(query.text))
     wants_name = bool(WANTS_NAME.search(query.text))
+    does = _does_what_asked(query)
     # Which command or option is asked for is told by code and option rows already ("どのオプション": "-c, --count").
     names_kind = None if wants_code or WANTS_OPTION.search(query.text) else kind_evidence(query)
     raw: list[tuple[int, int, int, str, float, float, float, float]] = []
@@ -319,10 +320,15 @@ def rank_sentences(
             own = sum(q_weight[t] for t in held) / total
             lexical = sum(q_weight[t] for t in held | titled) / total if held else own
             factor = off_topic
-            if not ends_statement(text) and not (first == last and is_row(text)):
+            if not ends_statement(text) and not (first == last and is_row(text)) \
+                    and not (does is not None and text.endswith((":", "：")) and does(text)):
                 # Headings and fragments read badly as answers. A row of a table is whole without a full stop:
                 # "opt-level = 3", and "-n, --quiet, --silent suppress automatic printing of pattern space", which
                 # counted as a fragment where its option was over 40 characters from its end and lost to sed's "q".
+                # Nor is a sentence that says the asked action and leads into the code doing it ("You can access
+                # elements of an array using indexing, like this:"); for other questions such a sentence is mostly
+                # a pointer ("実際に動作している浮動小数点数の例をご覧ください:" led two benchmark answers when every
+                # colon counted).
                 factor *= 0.6
             if heading[first] or (first == 0 and text[:1].islower()):
                 # "Grant of Patent License." restates the question's words without answering it; a passage that
