@@ -71,6 +71,23 @@ def test_tool_call_then_answer_with_structured_citations(comps):
     assert model.calls[1]["tools"][0]["name"] == "search_documents"
 
 
+def test_a_model_that_finds_no_answer_leaves_the_user_where_to_look(comps):
+    # The model read the passages and says they do not answer: nothing is cited, yet the files and pages search
+    # returned this turn are where the user can look (not the passages' sentences, which nothing claims).
+    model = ScriptedModel(classify(), tool_turn({"query": "HEPA filter price"}),
+                          text_turn(answer_xml(("The documents do not say what a HEPA filter costs.", []))))
+    events = run(comps.agentcore_agent(model), "How much does a replacement HEPA filter cost?")
+    (search,) = of(events, "search")
+    final = events[-1]
+    assert final["type"] == "answer" and not final["answered"] and final["citations"] == []
+    returned = [(s["uri"], s["page"], s["section"]) for s in search["sources"]]
+    assert final["related"] and [(p["uri"], p["page"], p["section"]) for p in final["related"]] == \
+        list(dict.fromkeys(returned))[:3]
+    assert all(set(p) == {"uri", "title", "page", "section"} for p in final["related"])
+    answer = answer_from_events(events)
+    assert not answer.answered and [p.uri for p in answer.related] == [p["uri"] for p in final["related"]]
+
+
 def test_an_invented_id_is_reprompted_and_the_corrected_answer_shown(comps):
     model = ScriptedModel(classify(), tool_turn({"query": "HEPA filter replacement"}),
                           text_turn(answer_xml(("Replace it yearly.", ["S9-abcdef"]))), cite_first)

@@ -89,6 +89,24 @@ def test_an_excerpt_that_is_not_the_cited_sentence_is_counted(texts):
     assert ab.summarize([{**start, "ms": 1.0}])["test/en"]["stray_excerpts"] == 1
 
 
+def test_a_refused_question_counts_as_leading_to_its_fact_only_when_a_place_to_look_holds_it(texts):
+    q = ab.Question(id="ja-2", lang="ja", question="ベクタがスコープから外れると、その要素はどうなりますか？",
+                    answerable=True, answers=["その中身もドロップされます"], file="rust-book-ja-vectors.md")
+    uri = "file:///x/rust-book-ja-vectors.md"
+    holding = next(sec for (name, sec), t in texts.sections.items()
+                   if name == q.file and ab.squash(q.answers[0]) in t)
+    other = next(sec for (name, sec) in texts.sections if name == q.file and sec != holding)
+
+    def refused(*sections: str) -> dict:
+        places = [Passage(text="", uri=uri, title="v", section=s) for s in sections]
+        return ab.score(q, Answer(text="ドキュメントには…", answered=False, related=places), texts)
+    assert refused(other, holding)["pointed"] and not refused(other)["pointed"] and not refused()["pointed"]
+    row = {**refused(holding), "ms": 1.0}
+    assert row["abstained"] and not row["right"]
+    m = ab.summarize([row, {**refused(other), "ms": 1.0}])["test/ja"]
+    assert (m["refused_answerable"], m["refused_with_fact_at_a_place"]) == (2, 1)
+
+
 def test_masked_personal_data_still_matches_its_source_and_line_breaks_do_not_matter():
     location = ab.squash("Write to\njane.doe@example.com for a refund.")
     assert ab.holds(location, "Write to [EMAIL] for a refund.")

@@ -54,6 +54,16 @@ def test_ask_open_opens_the_cited_pdf_at_its_page(opened):
     assert opened == [(SAMPLES / "kumo-pure-300-manual-en.pdf").resolve().as_uri() + "#page=5"]
 
 
+def test_open_opens_a_place_to_look_when_nothing_answers(opened):
+    # A near miss lists where search found passages; --open N and /open N open place N as printed.
+    r = run("ask", "How much does a replacement HEPA filter cost?", "--open", "1")
+    assert r.exit_code == 0 and "Where to look" in r.stdout, r.output
+    faq = (SAMPLES / "faq-en.md").resolve().as_uri()
+    assert opened == [faq]
+    r = run("chat", input="How much does a replacement HEPA filter cost?\n/open 1\n/quit\n")
+    assert r.exit_code == 0 and opened == [faq, faq]
+
+
 def test_page_uri_only_adds_a_page_to_pdfs():
     assert opener.page_uri("file:///d/a.pdf", 3) == "file:///d/a.pdf#page=3"
     assert opener.page_uri("file:///d/a.md", 3) == "file:///d/a.md"

@@ -15,11 +15,12 @@ import pytest
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from citerag.citations.answer_wire import from_wire
 from citerag.citations.tool import FUNCTION_DESCRIPTION, FUNCTION_NAME, input_schema
 from citerag.mcp_server import build_server
 from citerag.testing.agentcore import free_port
 
-from agentcore_support import KEY, components
+from agentcore_support import KEY, ScriptedModel, answer_xml, classify, components, text_turn, tool_turn
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +63,7 @@ def check_session(init, tools, search, ask):
     results = json.loads(search.content[0].text)["results"]
     assert not search.is_error and any(r["page"] == 5 and r["uri"].endswith("manual-en.pdf") for r in results)
     answer = json.loads(ask.content[0].text)
-    assert not ask.is_error and answer["answered"] and "交換" in answer["text"]
+    assert not ask.is_error and answer["answered"] and "交換" in answer["text"] and answer["related"] == []
     c = answer["citations"][0]
     assert answer["text"][c["span"]["start"]:c["span"]["end"]] == c["text"] and c["sources"][0]["uri"]
 
@@ -78,14 +79,25 @@ def test_in_process_client_lists_the_one_definition_and_gets_cited_answers(serve
 
 
 def test_ask_names_the_section_of_a_markdown_source_and_a_client_reads_it_back(server):
-    from citerag.citations.answer_wire import from_wire
-
     result = call(server, "ask", {"question": "Can I wash the HEPA filter?"})
     answer = json.loads(result.content[0].text)
     sources = [s for c in answer["citations"] for s in c["sources"]]
     faq = next(s for s in sources if s["uri"].endswith("faq-en.md"))
     assert faq["page"] is None and faq["section"] == "Kumo Pure 300 FAQ > Filters > Can I wash the HEPA filter?"
     assert {s.section for s in from_wire(answer).sources if s.uri.endswith("faq-en.md")} == {faq["section"]}
+
+
+def test_ask_not_answered_names_where_search_found_passages(comps):
+    # A model that reads the passages and finds no answer (the bundled one answers every sample question).
+    script = (classify(), tool_turn({"query": "HEPA filter price"}),
+              text_turn(answer_xml(("The documents do not say what a HEPA filter costs.", []))))
+    scripted = type(comps)(comps.settings)
+    scripted.agentcore_agent = lambda: comps.agentcore_agent(ScriptedModel(*script))
+    answer = json.loads(call(build_server(scripted), "ask", {"question": "How much does a HEPA filter cost?"})
+                        .content[0].text)
+    assert not answer["answered"] and answer["citations"] == []
+    assert answer["related"] and any(p["uri"].endswith("faq-en.md") for p in answer["related"])
+    assert [p.uri for p in from_wire(answer).related] == [p["uri"] for p in answer["related"]]
 
 
 def test_stdio_server_as_claude_desktop_starts_it(comps):

@@ -101,6 +101,22 @@ def test_a_markdown_source_is_listed_and_opened_with_its_section(server, browser
         "faq-en.md, Kumo Pure 300 FAQ > Filters > Can I wash the HEPA filter?")
 
 
+def test_a_question_not_answered_lists_where_to_look(server, browser, tmp_path):
+    page = browser.open(f"{server}/?q={quote('How much does a replacement HEPA filter cost?')}")
+    page.wait_for("document.querySelectorAll('#related li').length > 0")
+    seen = page.text()
+    assert "The documents do not answer this question." in seen and "Where to look" in seen
+    assert page.eval("document.getElementById('sources-title').hidden")
+    assert "Kumo Pure 300 FAQ > Filters" in page.eval("document.querySelector('#related li a').innerText")
+    page.follow("document.querySelector('#related li a').href")
+    page.wait_for("document.getElementById('where') !== null")
+    assert page.eval("document.getElementById('where').innerText").startswith("faq-en.md, Kumo Pure 300 FAQ > Filters")
+    # An answered question lists no place to look.
+    page = browser.open(f"{server}/?q={quote('Can I wash the HEPA filter?')}")
+    page.wait_for("document.querySelectorAll('#sources li').length > 0")
+    assert page.eval("document.getElementById('related-title').hidden")
+
+
 def test_a_text_file_source_opens_at_the_cited_line_marked(server, browser, tmp_path):
     page = browser.open(f"{server}/?q={quote('When is phone support available?')}")
     page.wait_for("document.querySelectorAll('#sources li').length > 0")

@@ -5,7 +5,8 @@ Two tools:
 - `search_documents`: the one tool definition (name, description, input schema from citerag.citations.tool) running
   the same search tool as the action group and the Gateway target: passages with source ids, uri, title, page;
 - `ask`: the AgentCore agent's turn in-process (classification, search, verified citations, grading, masking):
-  {text, answered, citations: [{span, text, sources: [{source_id, uri, title, page, section, excerpt}]}]}.
+  {text, answered, citations: [{span, text, sources: [{source_id, uri, title, page, section, excerpt}]}], related}
+  (related: when nothing answered, the files and pages search found, as places to look).
 
 Access is configured when the server starts (`--tenant`, `--group`), never by tool arguments. Anticipated failures
 are ToolError results the client shows (isError), never a traceback (mcp 2.x MCPServer turns other exceptions into
@@ -65,7 +66,7 @@ def build_server(components, *, access: dict[str, str] | None = None) -> MCPServ
                 final = event
         if final.get("type") != "answer":
             raise ToolError(str(final.get("message") or "the agent could not answer"))
-        return {k: final[k] for k in ("text", "answered", "citations")}
+        return {k: final[k] for k in ("text", "answered", "citations", "related")}
 
     server.add_tool(ask, name="ask", description=ASK_DESCRIPTION, structured_output=False)
     return server

@@ -115,17 +115,26 @@ class DocTexts:
     def __init__(self, docs: Iterable[Path], whole: dict[str, str] | None = None) -> None:
         self.whole: dict[str, str] = dict(whole or {})
         self.pages: dict[tuple[str, int], str] = {}
+        self.sections: dict[tuple[str, str], str] = {}
         for p in docs:
             doc = load_path(p)
             self.whole[p.name] = squash("\n".join(s.text for s in doc.sections))
             for s in doc.sections:
                 if s.page is not None:
                     self.pages[(p.name, s.page)] = squash(s.text)
+                elif s.section:
+                    self.sections[(p.name, s.section)] = squash(s.text)
 
     def location(self, name: str, page: int | None) -> str:
         if page is not None:
             return self.pages.get((name, page), "")
         return self.whole.get(name, "")
+
+    def place(self, name: str, page: int | None, section: str | None) -> str:
+        """A page's text, a Markdown or HTML section's own text, else (a text file's lines) the whole file's."""
+        if page is None and section and (name, section) in self.sections:
+            return self.sections[(name, section)]
+        return self.location(name, page)
 
 
 def holds(location: str, claim: str) -> bool:
@@ -163,9 +172,15 @@ def score(q: Question, answer: Answer, texts: DocTexts) -> dict[str, Any]:
         and g in texts.location(file_name(s.uri), s.page)
         for c in answer.citations for s in c.sources for g in gold)
     cited = sorted({_where(s) for s in answer.sources})
+    # A refused answerable question still leads to its fact when a place to look (a page, a section) holds it.
+    pointed = q.answerable and not answer.citations and any(
+        file_name(p.uri) in (q.file, *q.also) and any(g in texts.place(file_name(p.uri), p.page, p.section)
+                                                        for g in gold)
+        for p in answer.related)
     return {"id": q.id, "lang": q.lang, "split": q.split, "answerable": q.answerable,
             "abstained": not answer.citations, "right": right if q.answerable else not answer.citations,
-            "misattributed": misattributed, "stray_excerpts": stray, "answer": answer.text[:500], "cited": cited}
+            "pointed": pointed, "misattributed": misattributed, "stray_excerpts": stray,
+            "answer": answer.text[:500], "cited": cited, "related": sorted({_where(p) for p in answer.related})}
 
 
 # --- running ---------------------------------------------------------------------------------------------------
@@ -249,6 +264,9 @@ def _metrics(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "abstention_recall_ci95": _rounded(wilson_interval(held, len(un))) if un else None,
         "abstention_precision": (sum(not r["answerable"] for r in abstained) / len(abstained)) if abstained
         else None,
+        # Answerable questions refused, and of those the ones whose places to look hold the fact.
+        "refused_answerable": sum(r["abstained"] for r in ans),
+        "refused_with_fact_at_a_place": sum(r.get("pointed", False) for r in ans),
         "misattributed_sentences": sum(len(r["misattributed"]) for r in rows),
         "stray_excerpts": sum(len(r.get("stray_excerpts", ())) for r in rows),
         "p50_ms": round(percentile(lat, 50), 1), "p95_ms": round(percentile(lat, 95), 1),

@@ -21,16 +21,44 @@ class Citation(BaseModel):
     sources: list[Passage]
 
 
+# When nothing answers, the passages search found still say where a reader could look: a paraphrase the answerer
+# could not match ("いちばん手軽に" for "最も簡単なのが") is then one click away instead of behind "not found".
+RELATED_MAX = 3
+
+
 class Answer(BaseModel):
     text: str
     citations: list[Citation] = Field(default_factory=list)
     sources: list[Passage] = Field(default_factory=list, description="every cited passage, once, in order")
     answered: bool = True
+    related: list[Passage] = Field(default_factory=list, description="when not answered: the passages search "
+                                   "found, best first, as places to look; no sentence of theirs is claimed")
     trace: list[dict] = Field(default_factory=list)
 
     def flat_citations(self) -> list[dict]:
         """The CLI's --json shape: [{source_id, uri, title, page, section, excerpt}] for each cited source."""
         return [s.citation() for s in self.sources]
+
+    def flat_related(self) -> list[dict]:
+        """[{uri, title, page, section}] of each related passage: where it is, not what it says."""
+        return [related_wire(p) for p in self.related]
+
+
+def related_wire(p: Passage) -> dict:
+    return {"uri": p.uri, "title": p.title, "page": p.page, "section": p.section}
+
+
+def where_to_look(passages: Iterable[Passage]) -> list[Passage]:
+    """The first RELATED_MAX passages, one per place (a file's page or section), without their text or excerpt."""
+    out: dict[tuple, Passage] = {}
+    for p in passages:
+        key = (p.uri or p.title, p.page, p.section)
+        if key not in out:
+            out[key] = Passage(text="", uri=p.uri, title=p.title, page=p.page, section=p.section, lang=p.lang,
+                               source_id=p.source_id)
+        if len(out) == RELATED_MAX:
+            break
+    return list(out.values())
 
 
 class Sentence(Protocol):

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pydantic import BaseModel
 
 from citerag.citations import source_ids
-from citerag.citations.answer import Answer, Citation
+from citerag.citations.answer import Answer, Citation, where_to_look
 from citerag.citations.claude_format import AnswerPart
 from citerag.citations.excerpts import as_source
 from citerag.citations.graders import anchors, grade, support
@@ -81,7 +81,7 @@ def finish(question: str | Query, parts: Sequence[AnswerPart], returned: Mapping
     fired: list[str] = []
     if not kept or not useful or (parts and any(p.sources for p in parts) and not cited):
         text = FALLBACK.get(detect_language(question_text), FALLBACK["en"])
-        return Answer(text=text, answered=False), Grades(
+        return Answer(text=text, answered=False, related=where_to_look(returned.values())), Grades(
             grounding=g.grounding, citation_validity=g.citation_validity, context_relevance=g.context_relevance,
             dropped_parts=len(parts) - len(kept), useful=useful, pii_masked=[])
     text, citations, sources = "", [], {}
@@ -99,7 +99,8 @@ def finish(question: str | Query, parts: Sequence[AnswerPart], returned: Mapping
             srcs.append(src)
         if srcs:
             citations.append(Citation(text=masked, start=start, end=len(text), sources=srcs))
-    answer = Answer(text=text, citations=citations, sources=list(sources.values()), answered=bool(citations))
+    answer = Answer(text=text, citations=citations, sources=list(sources.values()), answered=bool(citations),
+                    related=[] if citations else where_to_look(returned.values()))
     return answer, Grades(grounding=g.grounding, citation_validity=g.citation_validity,
                           context_relevance=g.context_relevance, dropped_parts=len(parts) - len(kept), useful=True,
                           pii_masked=sorted(set(fired)))

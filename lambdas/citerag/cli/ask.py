@@ -51,8 +51,9 @@ def ask(
     trace: Annotated[bool, typer.Option("--trace", help="print each agent step")] = False,
     save_trace: Annotated[Path | None, typer.Option("--save-trace", help="write the events to FILE")] = None,
     session: Annotated[list[str] | None, typer.Option("--session-attr", help="key=value session attribute")] = None,
-    open_n: Annotated[int | None, typer.Option("--open", min=1, metavar="N", help="open source N at its page in "
-                                                                                  "the system viewer")] = None,
+    open_n: Annotated[int | None, typer.Option(
+        "--open", min=1, metavar="N",
+        help="open source N (or, when nothing answers, place N to look) at its page in the system viewer")] = None,
     index: IndexOpt = None,
     namespace: NamespaceOpt = None,
     as_json: JsonOpt = False,
@@ -125,13 +126,16 @@ def ask(
                               # Each cited sentence: its span in "answer" and the sources that hold it.
                               "sentences": [{"text": c.text, "start": c.start, "end": c.end,
                                              "sources": [s.source_id for s in c.sources]}
-                                            for c in answer.citations]}, ensure_ascii=False))
+                                            for c in answer.citations],
+                              "related": answer.flat_related()}, ensure_ascii=False))
             return
         print_answer(answer)
         if open_n is not None:
             from citerag.cli import opener
 
-            out.print(f"[dim]opening {shown(opener.open_source(answer.sources, open_n))}[/]", highlight=False)
+            # Nothing cited: N is a place to look, numbered as printed.
+            places = answer.sources or answer.related
+            out.print(f"[dim]opening {shown(opener.open_source(places, open_n))}[/]", highlight=False)
         if trace:
             from citerag.traces.agentcore import steps_from_runtime_events
             from citerag.traces.steps import steps_from_events
@@ -179,6 +183,13 @@ def print_answer(answer) -> None:
             title = "" if s.section and not s.page and s.section.startswith(s.title) else f" — {shown(s.title)}"
             out.print(f" [bold cyan]\\[{numbers[s.source_id]}][/] {where(s.citation())}{title}", highlight=False)
             out.print(f"      “{one_line(s.excerpt, 200)}”", highlight=False)
+    if answer.related and not answer.answered:
+        out.print()
+        out.print("[bold]Where to look[/] [dim](search found these passages; the answer may be worded otherwise "
+                  "there, or not be in the documents)[/]", highlight=False)
+        for n, p in enumerate(answer.related, start=1):
+            title = "" if p.section and not p.page and p.section.startswith(p.title) else f" — {shown(p.title)}"
+            out.print(f" {n}. {where(p.citation())}{title}", highlight=False)
 
 
 _MARK = re.compile(r"\[([A-Za-z0-9_.:-]{1,64})\]")

@@ -294,14 +294,15 @@ def bench_answers(
             return
         table = Table(title=f"bench-answers: {res['documents']} documents, agent {agent}")
         for col in ("split/lang", "answerable", "fact + right citation (95% CI)", "unanswerable",
-                    "abstention recall (95% CI)", "abstention precision", "misattributed", "stray excerpts",
-                    "p50 ms", "p95 ms"):
+                    "abstention recall (95% CI)", "abstention precision", "refused: fact at a place to look",
+                    "misattributed", "stray excerpts", "p50 ms", "p95 ms"):
             table.add_column(col, justify="left" if col == "split/lang" else "right")
         for key, m in res["summary"].items():
             table.add_row(key, str(m["answerable"]),
                           _pct(m["fact_with_right_citation"], m.get("fact_with_right_citation_ci95")),
                           str(m["unanswerable"]), _pct(m["abstention_recall"], m.get("abstention_recall_ci95")),
                           _pct(m["abstention_precision"]),
+                          f"{m['refused_with_fact_at_a_place']} of {m['refused_answerable']}",
                           str(m["misattributed_sentences"]), str(m["stray_excerpts"]), f"{m['p50_ms']:.0f}",
                           f"{m['p95_ms']:.0f}")
         out.print(table)

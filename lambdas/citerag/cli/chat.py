@@ -66,7 +66,7 @@ def chat(
                 continue
             try:
                 if line.startswith("/open"):
-                    uri = opener.open_source(last.sources if last else [], _number(line))
+                    uri = opener.open_source((last.sources or last.related) if last else [], _number(line))
                     _say({"opened": uri}, f"[dim]opening {shown(uri)}[/]", as_json)
                     continue
                 if line.startswith("/"):
@@ -79,7 +79,8 @@ def chat(
                 continue
             if as_json:
                 print(json.dumps({"answer": last.text, "answered": last.answered, "seconds": round(seconds, 3),
-                                  "citations": last.flat_citations()}, ensure_ascii=False), flush=True)
+                                  "citations": last.flat_citations(), "related": last.flat_related()},
+                                 ensure_ascii=False), flush=True)
             else:
                 print_answer(last)
                 out.print()

@@ -14,6 +14,7 @@ from urllib.parse import quote
 
 import typer
 
+from citerag.citations.answer import related_wire
 from citerag.cli.common import IndexOpt, NamespaceOpt, app, err, errors, open_index
 from citerag.documents.chunking import first_line, line_bounds
 from citerag.documents.text import resolve_overstrike
@@ -32,7 +33,7 @@ a.cite{color:#2559b5;text-decoration:none;font-weight:600;margin-left:.15rem}
 </style></head><body><h1>citerag</h1>
 <form id="ask"><input id="q" name="q" placeholder="Ask a question about your documents" autofocus>
 <button>Ask</button></form><p id="status"></p><div id="answer"></div><h3 id="sources-title" hidden>Sources</h3>
-<ol id="sources"></ol>
+<ol id="sources"></ol><h3 id="related-title" hidden>Where to look</h3><ol id="related"></ol>
 <script>
 const $ = (id) => document.getElementById(id);
 function place(s) {  // a heading path already starts with the title it would repeat
@@ -49,6 +50,7 @@ function link(s) {
 }
 async function ask(q) {
   $('answer').textContent = ''; $('sources').textContent = ''; $('sources-title').hidden = true;
+  $('related').textContent = ''; $('related-title').hidden = true;
   $('status').textContent = 'Searching…';
   const resp = await fetch('/api/ask?q=' + encodeURIComponent(q));
   const reader = resp.body.getReader(); const dec = new TextDecoder(); let buf = '';
@@ -78,6 +80,12 @@ function show(ev) {
       li.append(ex); $('sources').append(li);
     }
     $('status').textContent = ev.answered ? '' : 'The documents do not answer this question.';
+    // Not an answer: the passages search found, where the answer may be worded otherwise (or not be at all).
+    $('related-title').hidden = !(ev.related || []).length;
+    for (const s of ev.related || []) {
+      const li = document.createElement('li'); const a = link(s); a.textContent = place(s); li.append(a);
+      $('related').append(li);
+    }
   }
 }
 $('ask').addEventListener('submit', (e) => { e.preventDefault(); const q = $('q').value.trim(); if (q) ask(q); });
@@ -128,8 +136,9 @@ def build_app(comps):
                 cursor = c.end
             if answer.text[cursor:]:
                 yield json.dumps({"text": answer.text[cursor:]}, ensure_ascii=False) + "\n"
-            yield json.dumps({"answered": answer.answered, "sources_list": [src(s) for s in answer.sources]},
-                             ensure_ascii=False) + "\n"
+            related = [{"n": n, **related_wire(p), "excerpt": ""} for n, p in enumerate(answer.related, start=1)]
+            yield json.dumps({"answered": answer.answered, "sources_list": [src(s) for s in answer.sources],
+                              "related": related}, ensure_ascii=False) + "\n"
 
         return StreamingResponse(lines(), media_type="application/x-ndjson")
 

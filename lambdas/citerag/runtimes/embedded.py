@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from citerag.citations.answer import Answer, compose
+from citerag.citations.answer import Answer, compose, where_to_look
 from citerag.citations.extractive import Answering, not_found
 from citerag.citations.payload import pack_passages
 from citerag.search.pipeline import SearchPipeline
@@ -32,7 +32,8 @@ class EmbeddedAnswerer:
                   "degraded": outcome.degraded, "timings_ms": outcome.timings_ms}]
         if not picked:
             trace.append({"step": "answer", "answered": False, "ms": (time.perf_counter() - t0) * 1000})
-            return Answer(text=not_found(query.lang, results), answered=False, trace=trace)
+            return Answer(text=not_found(query.lang, results), answered=False, related=where_to_look(results),
+                          trace=trace)
         answer = compose(picked, {p.source_id: p for p in results})
         trace.append({"step": "answer", "answered": True, "sentences": len(picked),
                       "ms": (time.perf_counter() - t0) * 1000})

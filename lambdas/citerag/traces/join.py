@@ -10,7 +10,7 @@ from typing import Any
 
 from citerag.citations import claude_format as cf
 from citerag.citations import messages_format as mf
-from citerag.citations.answer import Answer, Citation
+from citerag.citations.answer import Answer, Citation, where_to_look
 from citerag.citations.excerpts import as_source
 from citerag.citations.payload import results_of
 from citerag.citations.pii import MASK_LABEL
@@ -80,7 +80,7 @@ def answer_from_events(events: Iterable[dict[str, Any]], mask: Callable[[str], s
         if srcs:
             citations.append(Citation(text=claim, start=start, end=end, sources=srcs))
     return Answer(text=text, citations=citations, sources=list(cited.values()), answered=bool(citations),
-                  trace=traces)
+                  related=[] if citations else where_to_look(sources.values()), trace=traces)
 
 
 def _masked_form(shown: str, claim: str) -> bool:
