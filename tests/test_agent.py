@@ -61,6 +61,20 @@ def test_unanswerable_question_reprompts_then_says_so(runtime):
     assert len(obs) == 2 and "REPROMPT" in obs[0].title
 
 
+def test_an_answer_without_citations_lists_where_search_found_passages_unless_a_guardrail_intervened(runtime):
+    # The turn's search results with no cited answer (the model found none): the places are where to look.
+    events = [e for e in runtime.invoke("What does error E2 mean?") if "chunk" not in e]
+    answer = answer_from_events(events)
+    assert not answer.answered and answer.related
+    assert any(p.uri.endswith("manual-en.pdf") and p.page == 5 for p in answer.related)
+    # A guardrail that intervened (botocore: Trace.guardrailTrace.action) may have blocked what they would show.
+    part = next(e for e in events if "trace" in e)["trace"]
+    blocked = [*events, {"trace": {**part, "trace": {"guardrailTrace": {"traceId": "g-1", "action": "INTERVENED"}}}}]
+    assert answer_from_events(blocked).related == []
+    passed = [*events, {"trace": {**part, "trace": {"guardrailTrace": {"traceId": "g-1", "action": "NONE"}}}}]
+    assert answer_from_events(passed).related == answer.related
+
+
 def test_session_attributes_reach_the_search_as_an_access_filter(tmp_path):
     comps = Components(Settings(data_dir=tmp_path / "data", embedder="hashing"))
     comps.ingestor({"tenant": "acme"}).ingest_paths([SAMPLES])

@@ -88,6 +88,16 @@ def test_a_model_that_finds_no_answer_leaves_the_user_where_to_look(comps):
     assert not answer.answered and [p.uri for p in answer.related] == [p["uri"] for p in final["related"]]
 
 
+def test_when_reprompts_run_out_the_fallback_still_says_where_to_look(comps):
+    # A model that keeps citing an id no search returned: the fallback answer, and the places search returned.
+    model = ScriptedModel(classify(), tool_turn({"query": "HEPA filter"}),
+                          *[text_turn(answer_xml(("Replace it yearly.", ["S9-abcdef"])))] * 4)
+    events = run(comps.agentcore_agent(model), "How often should I replace the HEPA filter?")
+    final = events[-1]
+    assert of(events, "rejected") and not final["answered"] and final["related"]
+    assert {p["uri"] for p in final["related"]} <= {s["uri"] for s in of(events, "search")[0]["sources"]}
+
+
 def test_an_invented_id_is_reprompted_and_the_corrected_answer_shown(comps):
     model = ScriptedModel(classify(), tool_turn({"query": "HEPA filter replacement"}),
                           text_turn(answer_xml(("Replace it yearly.", ["S9-abcdef"]))), cite_first)

@@ -46,6 +46,23 @@ def test_places_sent_with_an_answer_or_malformed_are_dropped():
              "citations": [{"span": {"start": 0, "end": 4}, "text": "Yes.",
                             "sources": [{"source_id": "S1-abcdef", "uri": "file:///a.pdf", "page": 1}]}]}
     assert from_wire(cited).answered and from_wire(cited).related == []
+    # Marked unanswered yet citing: sources and places would be numbered alike, so no places.
+    assert from_wire({**cited, "answered": False}).related == []
+
+
+def test_citations_of_the_wrong_shape_are_dropped_not_raised():
+    src = {"source_id": "S1-abcdef", "uri": "file:///a.pdf", "page": 1}
+    for bad in ([{"span": [0, 4], "text": "Yes.", "sources": [src]}], [{"span": {"start": 0, "end": 4}, "sources": 5}],
+                5, "citations", [{"span": {"start": 0, "end": 99}, "sources": [src]}]):
+        answer = from_wire({"text": "Yes.", "answered": True, "citations": bad})
+        assert not answer.answered and answer.citations == []
+
+
+@given(st.dictionaries(st.sampled_from(["text", "answered", "citations", "related"]), st.deferred(lambda: _json),
+                       max_size=4))
+def test_any_wire_value_reads_back_without_raising(data):
+    answer = from_wire(data)
+    assert not (answer.related and answer.citations) and len(answer.related) <= RELATED_MAX
 
 
 _json = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=20),

@@ -107,6 +107,21 @@ def test_a_refused_question_counts_as_leading_to_its_fact_only_when_a_place_to_l
     assert (m["refused_answerable"], m["refused_with_fact_at_a_place"]) == (2, 1)
 
 
+def test_a_place_to_look_is_its_own_text_not_the_whole_file(tmp_path):
+    (tmp_path / "g.md").write_text("# Guide\n\n## Example\n\nFirst fact.\n\n## Other\n\nNothing.\n\n"
+                                   "## Example\n\nSecond fact.\n", encoding="utf-8")
+    (tmp_path / "n.txt").write_text("Line one.\nThe fact is on line two.\nLine three.\n", encoding="utf-8")
+    texts = ab.DocTexts([tmp_path / "g.md", tmp_path / "n.txt"])
+    example = next(sec for (name, sec) in texts.sections if name == "g.md" and sec.endswith("Example"))
+    # Two sections under one heading path are one place; a place the loader never gave holds nothing.
+    assert "firstfact" in texts.place("g.md", None, example) and "secondfact" in texts.place("g.md", None, example)
+    assert texts.place("g.md", None, "Guide > Nowhere") == ""
+    assert texts.place("g.md", None, None) == texts.whole["g.md"]  # indexed whole, as a JaQuAD paragraph is
+    assert texts.place("n.txt", None, "line 1") == ab.squash("Line one.")
+    assert texts.place("n.txt", None, "line 3") == ab.squash("Line three.")
+    assert "thefactisonlinetwo" in texts.place("n.txt", None, "lines 1-2")
+
+
 def test_masked_personal_data_still_matches_its_source_and_line_breaks_do_not_matter():
     location = ab.squash("Write to\njane.doe@example.com for a refund.")
     assert ab.holds(location, "Write to [EMAIL] for a refund.")

@@ -60,8 +60,9 @@ def test_open_opens_a_place_to_look_when_nothing_answers(opened):
     assert r.exit_code == 0 and "Where to look" in r.stdout, r.output
     faq = (SAMPLES / "faq-en.md").resolve().as_uri()
     assert opened == [faq]
-    r = run("chat", input="How much does a replacement HEPA filter cost?\n/open 1\n/quit\n")
+    r = run("chat", input="How much does a replacement HEPA filter cost?\n/open 1\n/open 9\n/quit\n")
     assert r.exit_code == 0 and opened == [faq, faq]
+    assert "no place [9]: choose 1 to" in r.output
 
 
 def test_page_uri_only_adds_a_page_to_pdfs():

@@ -27,7 +27,8 @@ from citerag.runtimes.agentcore.events import MAX_PROMPT_CHARS, TurnRequest, new
 ASK_DESCRIPTION = (
     "Answer a question from the user's documents with verified citations: every cited span names the file (uri), "
     "title and page (or section) of the passage it comes from, with the sentence quoted as excerpt. Use it when you "
-    "want a finished, checked answer; use search_documents to read the passages yourself.")
+    "want a finished, checked answer; use search_documents to read the passages yourself. When nothing answers, "
+    "`related` lists the files and pages search found: places to look, not sources of a claim (cite none of them).")
 
 
 def build_server(components, *, access: dict[str, str] | None = None) -> MCPServer:

@@ -28,9 +28,11 @@ from citerag.bench.metrics import percentile, wilson_interval
 from citerag.bench.retrieval import Dataset, build_index
 from citerag.citations.answer import Answer
 from citerag.citations.pii import MASK_LABEL
-from citerag.documents.loaders import load_path
+from citerag.documents.chunking import line_bounds
+from citerag.documents.loaders import SUPPORTED_SUFFIXES, load_path
 from citerag.documents.text import normalize
 from citerag.errors import CiteragError
+from citerag.search.passage import location
 
 MAX_QUESTIONS = 5000
 
@@ -116,6 +118,7 @@ class DocTexts:
         self.whole: dict[str, str] = dict(whole or {})
         self.pages: dict[tuple[str, int], str] = {}
         self.sections: dict[tuple[str, str], str] = {}
+        self.lines: dict[str, list[str]] = {}
         for p in docs:
             doc = load_path(p)
             self.whole[p.name] = squash("\n".join(s.text for s in doc.sections))
@@ -123,7 +126,11 @@ class DocTexts:
                 if s.page is not None:
                     self.pages[(p.name, s.page)] = squash(s.text)
                 elif s.section:
-                    self.sections[(p.name, s.section)] = squash(s.text)
+                    # Two sections may share a heading path ("Guide > Example" twice): the place is both.
+                    key = (p.name, s.section)
+                    self.sections[key] = self.sections.get(key, "") + squash(s.text)
+            if SUPPORTED_SUFFIXES.get(p.suffix.lower()) == "text":  # its places are line ranges
+                self.lines[p.name] = "\n".join(s.text for s in doc.sections).splitlines()
 
     def location(self, name: str, page: int | None) -> str:
         if page is not None:
@@ -131,10 +138,17 @@ class DocTexts:
         return self.whole.get(name, "")
 
     def place(self, name: str, page: int | None, section: str | None) -> str:
-        """A page's text, a Markdown or HTML section's own text, else (a text file's lines) the whole file's."""
-        if page is None and section and (name, section) in self.sections:
-            return self.sections[(name, section)]
-        return self.location(name, page)
+        """The text at a place to look: a PDF page, a Markdown or HTML section, a text file's lines, a document indexed
+        whole; "" when the place is not one the loader gave (not the whole file, which would hold the fact wherever
+        the place is)."""
+        if page is not None:
+            return self.pages.get((name, page), "")
+        if not section:  # a document indexed whole (a JaQuAD paragraph): the place is all of it
+            return self.whole.get(name, "")
+        bounds = line_bounds(section) if name in self.lines else None
+        if bounds:
+            return squash("\n".join(self.lines[name][bounds[0] - 1 : bounds[1]]))
+        return self.sections.get((name, section or ""), "")
 
 
 def holds(location: str, claim: str) -> bool:
@@ -180,7 +194,8 @@ def score(q: Question, answer: Answer, texts: DocTexts) -> dict[str, Any]:
     return {"id": q.id, "lang": q.lang, "split": q.split, "answerable": q.answerable,
             "abstained": not answer.citations, "right": right if q.answerable else not answer.citations,
             "pointed": pointed, "misattributed": misattributed, "stray_excerpts": stray,
-            "answer": answer.text[:500], "cited": cited, "related": sorted({_where(p) for p in answer.related})}
+            "answer": answer.text[:500], "cited": cited,
+            "related": [f"{file_name(p.uri)}, {location(p.page, p.section)}" for p in answer.related]}
 
 
 # --- running ---------------------------------------------------------------------------------------------------

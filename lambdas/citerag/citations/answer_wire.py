@@ -10,6 +10,10 @@ from typing import Any
 from citerag.citations.answer import RELATED_MAX, Answer, Citation, related_wire
 from citerag.search.passage import Passage
 
+# Bounds on what a runtime may send: an answer is a few sentences with a few sources each.
+MAX_TEXT = 100_000
+MAX_CITATIONS = 200
+
 
 def source_wire(p: Passage) -> dict[str, Any]:
     return {"source_id": p.source_id, "uri": p.uri, "title": p.title, "page": p.page, "section": p.section,
@@ -24,36 +28,40 @@ def to_wire(answer: Answer) -> dict[str, Any]:
 
 
 def from_wire(data: dict[str, Any], trace: list[dict[str, Any]] | None = None) -> Answer:
-    """An Answer from its wire form, read defensively: spans outside the text and sources without ids are dropped."""
-    text = str(data.get("text", ""))
+    """An Answer from its wire form, read defensively (a remote runtime sends it): spans outside the text, sources
+    without ids and anything of the wrong shape are dropped; places to look only when nothing is cited."""
+    text = str(data.get("text", ""))[:MAX_TEXT]
     citations: list[Citation] = []
     sources: dict[str, Passage] = {}
-    for c in data.get("citations") or []:
+    for c in _list(data.get("citations"))[:MAX_CITATIONS]:
         if not isinstance(c, dict):
             continue
-        span = c.get("span") or {}
+        span = c.get("span") if isinstance(c.get("span"), dict) else {}
         srcs = []
-        for s in c.get("sources") or []:
+        for s in _list(c.get("sources"))[:MAX_CITATIONS]:
             if not isinstance(s, dict) or not s.get("source_id"):
                 continue
-            sid = str(s["source_id"])
+            sid = str(s["source_id"])[:200]
             page, section = s.get("page"), s.get("section")
-            p = sources.get(sid) or Passage(source_id=sid, text=str(s.get("excerpt", "")), uri=str(s.get("uri", "")),
-                                            title=str(s.get("title", "")),
+            p = sources.get(sid) or Passage(source_id=sid, text=str(s.get("excerpt", ""))[:MAX_TEXT],
+                                            uri=str(s.get("uri", ""))[:2000], title=str(s.get("title", ""))[:500],
                                             page=page if isinstance(page, int) and not isinstance(page, bool) else None,
                                             section=section[:500] if isinstance(section, str) else None,
-                                            excerpt=str(s.get("excerpt", "")))
+                                            excerpt=str(s.get("excerpt", ""))[:MAX_TEXT])
             sources.setdefault(sid, p)
             srcs.append(p)
         start, end = span.get("start"), span.get("end")
         if isinstance(start, int) and isinstance(end, int) and 0 <= start <= end <= len(text) and srcs:
             citations.append(Citation(text=text[start:end], start=start, end=end, sources=srcs))
     answered = bool(data.get("answered")) and bool(citations)
-    places = data.get("related")
-    places = places[:RELATED_MAX] if isinstance(places, list) and not answered else []
-    related = [p for p in map(_located, places) if p]
+    # Places numbered beside cited sources would make "--open 1" ambiguous: with any citation there are none.
+    related = [] if citations else [p for p in map(_located, _list(data.get("related"))[:RELATED_MAX]) if p]
     return Answer(text=text, citations=citations, sources=list(sources.values()), answered=answered,
                   related=related, trace=trace or [])
+
+
+def _list(value: object) -> list:
+    return value if isinstance(value, list) else []
 
 
 def _located(item: object) -> Passage | None:

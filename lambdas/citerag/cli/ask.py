@@ -133,9 +133,7 @@ def ask(
         if open_n is not None:
             from citerag.cli import opener
 
-            # Nothing cited: N is a place to look, numbered as printed.
-            places = answer.sources or answer.related
-            out.print(f"[dim]opening {shown(opener.open_source(places, open_n))}[/]", highlight=False)
+            out.print(f"[dim]opening {shown(opener.open_numbered(answer, open_n))}[/]", highlight=False)
         if trace:
             from citerag.traces.agentcore import steps_from_runtime_events
             from citerag.traces.steps import steps_from_events

@@ -25,7 +25,8 @@ from citerag.cli.common import (
 )
 from citerag.errors import CiteragError
 
-HELP = "Ask a question. /open N opens source N at its page, /help shows this, /quit (or Ctrl-D) leaves."
+HELP = ("Ask a question. /open N opens source N at its page (or place N under \"Where to look\"), /help shows this, "
+        "/quit (or Ctrl-D) leaves.")
 MAX_LINE = 4000
 
 
@@ -66,7 +67,7 @@ def chat(
                 continue
             try:
                 if line.startswith("/open"):
-                    uri = opener.open_source((last.sources or last.related) if last else [], _number(line))
+                    uri = opener.open_numbered(last, _number(line))
                     _say({"opened": uri}, f"[dim]opening {shown(uri)}[/]", as_json)
                     continue
                 if line.startswith("/"):
@@ -119,7 +120,7 @@ def _answerer(comps, agent: str, attrs: dict[str, str]):
 def _number(line: str) -> int:
     arg = line[len("/open"):].strip().strip("[]")
     if not arg.isdigit():
-        raise CiteragError("write /open N, N being a source number from the last answer")
+        raise CiteragError("write /open N, N being a source (or place) number from the last answer")
     return int(arg)
 
 

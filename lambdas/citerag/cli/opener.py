@@ -19,13 +19,21 @@ def system_open(uri: str) -> None:
 open_uri = system_open
 
 
-def open_source(sources: list, number: int) -> str:
-    """Open source `number` (1-based, as printed) and return the URI opened."""
+def open_numbered(answer, number: int) -> str:
+    """Source `number` of an answer (None: no answer yet), or, when it cites nothing, place `number` under "Where to
+    look", as printed."""
+    if answer is not None and not answer.sources and answer.related:
+        return open_source(answer.related, number, "place")
+    return open_source(answer.sources if answer is not None else [], number)
+
+
+def open_source(sources: list, number: int, what: str = "source") -> str:
+    """Open source `number` (1-based, as printed; `what`: "place" for a place to look) and return the URI opened."""
     if not sources:
-        raise CiteragError("the answer has no sources to open")
+        raise CiteragError(f"the answer has no {what}s to open")
     if not 1 <= number <= len(sources):
-        choice = "the answer has only source [1]" if len(sources) == 1 else f"choose 1 to {len(sources)}"
-        raise CiteragError(f"no source [{number}]: {choice}")
+        choice = f"the answer has only {what} [1]" if len(sources) == 1 else f"choose 1 to {len(sources)}"
+        raise CiteragError(f"no {what} [{number}]: {choice}")
     s = sources[number - 1]
     uri = page_uri(s.uri, s.page)
     if urlparse(uri).scheme not in ("file", "http", "https"):

@@ -26,6 +26,7 @@ def answer_from_events(events: Iterable[dict[str, Any]], mask: Callable[[str], s
     answer_raw = ""
     shown: list[tuple[int, str]] = []  # (offset in the answer, text) of each part the chunks attribute
     offset = 0
+    guarded = False
     for ev in events:
         if "chunk" in ev:
             data = ev["chunk"].get("bytes", b"")
@@ -37,6 +38,8 @@ def answer_from_events(events: Iterable[dict[str, Any]], mask: Callable[[str], s
             offset += len(text_parts[-1])
         elif "trace" in ev:
             traces.append(ev["trace"])
+            # botocore's bedrock-agent-runtime model: Trace.guardrailTrace.action is INTERVENED or NONE.
+            guarded = guarded or ev["trace"].get("trace", {}).get("guardrailTrace", {}).get("action") == "INTERVENED"
             orch = ev["trace"].get("trace", {}).get("orchestrationTrace", {})
             obs = orch.get("observation", {})
             out = obs.get("actionGroupInvocationOutput")
@@ -80,7 +83,8 @@ def answer_from_events(events: Iterable[dict[str, Any]], mask: Callable[[str], s
         if srcs:
             citations.append(Citation(text=claim, start=start, end=end, sources=srcs))
     return Answer(text=text, citations=citations, sources=list(cited.values()), answered=bool(citations),
-                  related=[] if citations else where_to_look(sources.values()), trace=traces)
+                  # Not after a guardrail intervened: what it blocked may be what the places would show.
+                  related=[] if citations or guarded else where_to_look(sources.values()), trace=traces)
 
 
 def _masked_form(shown: str, claim: str) -> bool:

@@ -30,7 +30,7 @@ from strands.tools.tools import PythonAgentTool
 from citerag.adapters.aws import describe_error
 from citerag.citations import agent_prompts, verified
 from citerag.citations import claude_format as cf
-from citerag.citations.answer import Answer
+from citerag.citations.answer import Answer, where_to_look
 from citerag.citations.claude_format import AnswerPart
 from citerag.citations.parser import parse as parse_model_output
 from citerag.citations.payload import dumps_body
@@ -188,8 +188,10 @@ class CiteragAgent:
             if turn.unavailable:
                 yield ev.error_event("search_unavailable", turn.unavailable)
                 return
-            for out in self._final(req, Answer(text=verified.FALLBACK["ja" if analyze(req.question).lang == "ja"
-                                                                  else "en"], answered=False)):
+            # Reprompts ran out (ids no search returned, or no <answer>): what search returned is still where to look.
+            fallback = verified.FALLBACK["ja" if analyze(req.question).lang == "ja" else "en"]
+            for out in self._final(req, Answer(text=fallback, answered=False,
+                                               related=where_to_look(turn.returned.values()))):
                 yield out
             return
 
