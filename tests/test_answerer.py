@@ -892,6 +892,22 @@ def test_a_how_to_answer_says_the_action_or_shows_the_code_that_does_it(question
     assert _answered(question, text, "en") == ([answer] if answer else [])
 
 
+@pytest.mark.parametrize("question, answer, other, lang", [
+    ("Which ls option shows entries starting with a dot?", "-a, --all do not ignore entries starting with .",
+     "--hide=PATTERN do not list entries starting with PATTERN", "en"),
+    ("Which ls option marks directories with a slash?", "-p append / indicator to directories",
+     "-d, --directory list directories themselves, not their contents", "en"),
+    ("チルダで始まるパスはどう扱われますか？", "~ で始まるパスはホームディレクトリからのパスになる。",
+     "/ で始まるパスはルートからの絶対パスとして扱われる。", "ja"),
+])
+def test_a_symbol_the_question_names_in_words_is_the_lone_symbol_in_a_sentence(question, answer, other, lang):
+    # "starting with a dot" never matched "starting with .": the tokenizer drops symbols, so the row sharing every
+    # other word of the question (--hide's) did as well, and the model preferred it.
+    picked = pick_sentences(question, _guide(f"{other}\n{answer}", lang), min_score=0.3, max_sentences=1,
+                            similarity=_model_prefers(other, over=answer, high=0.9, low=0.86))
+    assert [p.sentence for p in picked] == [answer]
+
+
 def test_a_how_to_answer_may_be_the_sentence_that_leads_into_the_code():
     # "How do I access an element of an array?" was answered by a sentence on what Rust does when an access fails:
     # the one that says how ("…using indexing, like this:") counted as a fragment for its colon.

@@ -189,9 +189,26 @@ def _compound_terms(text: str) -> set[int]:
     return {term_id(m.group(1) + m.group(2)) for m in _GENITIVE.finditer(normalize(text))}
 
 
-def _terms(text: str, operators: bool) -> set[int]:
-    """A sentence's terms; its operators only when the question names one (most do not: no need to look)."""
+# A symbol standing alone in a sentence, by the names a question calls it ("Which ls option shows entries starting
+# with a dot?" for "-a, --all do not ignore entries starting with ."; "ドットで始まるファイル"): the tokenizer drops
+# symbols, so the one word that told the option from the others matched nothing.
+_SYMBOL_NAMES = {".": "dot period ドット ピリオド", "~": "tilde チルダ", "*": "asterisk star アスタリスク",
+                 "/": "slash スラッシュ", "#": "hash ハッシュ", "-": "dash hyphen ハイフン"}
+_SYMBOL_TERMS = {sym: frozenset(term_id(t) for t in tokenize(names)) for sym, names in _SYMBOL_NAMES.items()}
+_ALL_SYMBOL_TERMS = frozenset().union(*_SYMBOL_TERMS.values())
+_LONE_SYMBOL = re.compile(r"(?:(?<=\s)|^)([.~*/#-])(?=\s|$)")
+
+
+def _symbol_terms(text: str) -> set[int]:
+    return {t for sym in _LONE_SYMBOL.findall(text) for t in _SYMBOL_TERMS[sym]}
+
+
+def _terms(text: str, operators: bool, symbols: bool = False) -> set[int]:
+    """A sentence's terms; its operators only when the question names one, its lone symbols only when the question
+    names a symbol (most do not: no need to look)."""
     terms = {term_id(t) for t in tokenize(text)} | _compound_terms(text)
+    if symbols:
+        terms |= _symbol_terms(text)
     return terms | _operator_terms(text) if operators else terms
 
 
@@ -255,6 +272,7 @@ def rank_sentences(
     wants_code = bool(WANTS_CODE.search(query.text))
     wants_name = bool(WANTS_NAME.search(query.text))
     does = _does_what_asked(query)
+    names_symbol = bool(q & _ALL_SYMBOL_TERMS)
     # Which command or option is asked for is told by code and option rows already ("どのオプション": "-c, --count").
     names_kind = None if wants_code or WANTS_OPTION.search(query.text) else kind_evidence(query)
     raw: list[tuple[int, int, int, str, float, float, float, float]] = []
@@ -312,7 +330,7 @@ def rank_sentences(
             if len(text) < 8 or text.endswith(("?", "？")):
                 # Too short to be a statement, or a question (FAQ headings restate the user's question).
                 continue
-            held = _terms(text, bool(operators)) & q
+            held = _terms(text, bool(operators), names_symbol) & q
             if held:
                 # Only for a sentence that holds a term of the question itself: the heading says what it is about,
                 # not that it bears on the question ("Batteries are sold separately." under "Warranty > Camera bag").
