@@ -61,9 +61,15 @@ def test_unanswerable_question_reprompts_then_says_so(runtime):
     assert len(obs) == 2 and "REPROMPT" in obs[0].title
 
 
+def _uncited(events):
+    """A turn whose final response cites nothing, as when the model found no answer in what search returned."""
+    text = b"The documents do not answer this question."
+    return [{"chunk": {"bytes": text}} if "chunk" in e else e for e in events]
+
+
 def test_an_answer_without_citations_lists_where_search_found_passages_unless_a_guardrail_intervened(runtime):
     # The turn's search results with no cited answer (the model found none): the places are where to look.
-    events = [e for e in runtime.invoke("What does error E2 mean?") if "chunk" not in e]
+    events = _uncited(runtime.invoke("What does error E2 mean?"))
     answer = answer_from_events(events)
     assert not answer.answered and answer.related
     assert any(p.uri.endswith("manual-en.pdf") and p.page == 5 for p in answer.related)
@@ -120,6 +126,15 @@ def test_recorded_stream_round_trips_into_the_same_answer(runtime, agent_double)
     req = agent_double.requests[-1]
     assert req.path.startswith("/agents/AGENT12345/agentAliases/ALIAS12345/sessions/")
     assert req.body["enableTrace"] is True and req.body["sessionState"]["sessionAttributes"] == {"tenant": "acme"}
+
+
+def test_a_deployed_agent_that_cites_nothing_still_gives_where_to_look(runtime, agent_double):
+    # The places come from the trace's search observations (enableTrace), read back off the event stream.
+    events = _uncited(runtime.invoke("What does error E2 mean?"))
+    agent_double.stream = eventstream.encode_stream(events)
+    remote = _client().ask("What does error E2 mean?", "AGENT12345", "ALIAS12345")
+    assert not remote.answered and remote.related
+    assert [(p.uri, p.page) for p in remote.related] == [(p.uri, p.page) for p in answer_from_events(events).related]
 
 
 @pytest.mark.parametrize(("status", "code", "text"), [
