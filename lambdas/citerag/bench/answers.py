@@ -148,7 +148,7 @@ class DocTexts:
         bounds = line_bounds(section) if name in self.lines else None
         if bounds:
             return squash("\n".join(self.lines[name][bounds[0] - 1 : bounds[1]]))
-        return self.sections.get((name, section or ""), "")
+        return self.sections.get((name, section), "")
 
 
 def holds(location: str, claim: str) -> bool:

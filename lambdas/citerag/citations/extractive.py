@@ -191,12 +191,13 @@ def _compound_terms(text: str) -> set[int]:
 
 # A symbol standing alone in a sentence, by the names a question calls it ("Which ls option shows entries starting
 # with a dot?" for "-a, --all do not ignore entries starting with ."; "ドットで始まるファイル"): the tokenizer drops
-# symbols, so the one word that told the option from the others matched nothing.
-_SYMBOL_NAMES = {".": "dot period ドット ピリオド", "~": "tilde チルダ", "*": "asterisk star アスタリスク",
-                 "/": "slash スラッシュ", "#": "hash ハッシュ", "-": "dash hyphen ハイフン"}
+# symbols, so the one word that told the option from the others matched nothing. Not names that are words of
+# their own ("period" of a warranty, "star", "hash"): a question using them names no symbol.
+_SYMBOL_NAMES = {".": "dot ドット ピリオド", "~": "tilde チルダ", "*": "asterisk アスタリスク",
+                 "/": "slash スラッシュ", "-": "hyphen ハイフン"}
 _SYMBOL_TERMS = {sym: frozenset(term_id(t) for t in tokenize(names)) for sym, names in _SYMBOL_NAMES.items()}
 _ALL_SYMBOL_TERMS = frozenset().union(*_SYMBOL_TERMS.values())
-_LONE_SYMBOL = re.compile(r"(?:(?<=\s)|^)([.~*/#-])(?=\s|$)")
+_LONE_SYMBOL = re.compile(r"(?:(?<=\s)|^)([.~*/-])(?=\s|$)")
 
 
 def _symbol_terms(text: str) -> set[int]:
