@@ -79,7 +79,9 @@ function show(ev) {
       const ex = document.createElement('div'); ex.className = 'excerpt'; ex.textContent = '“' + s.excerpt + '”';
       li.append(ex); $('sources').append(li);
     }
-    $('status').textContent = ev.answered ? '' : 'The documents do not answer this question.';
+    // The answer's own text says when the documents do not answer (in the question's language): said once.
+    $('status').textContent = ev.answered || $('answer').textContent.trim() ? '' :
+      'The documents do not answer this question.';
     // Not an answer: the passages search found, where the answer may be worded otherwise (or not be at all).
     $('related-title').hidden = !(ev.related || []).length;
     for (const s of ev.related || []) {
