@@ -903,9 +903,23 @@ def test_a_how_to_answer_says_the_action_or_shows_the_code_that_does_it(question
 def test_a_symbol_the_question_names_in_words_is_the_lone_symbol_in_a_sentence(question, answer, other, lang):
     # "starting with a dot" never matched "starting with .": the tokenizer drops symbols, so the row sharing every
     # other word of the question (--hide's) did as well, and the model preferred it.
-    picked = pick_sentences(question, _guide(f"{other}\n{answer}", lang), min_score=0.3, max_sentences=1,
+    between = "詳しくは後で述べる。" if lang == "ja" else "More on that later."  # no pair holds both
+    picked = pick_sentences(question, _guide(f"{other}\n{between}\n{answer}", lang), min_score=0.3, max_sentences=1,
                             similarity=_model_prefers(other, over=answer, high=0.9, low=0.86))
     assert [p.sentence for p in picked] == [answer]
+
+
+def test_a_symbol_counts_only_when_named_as_a_word_and_standing_alone():
+    # "キャッシュ" shares bigrams with "スラッシュ" yet names no slash: a command's "/" gave a near miss an answer.
+    ranked = {c.text: c.lexical for c in rank_sentences("キャッシュのサイズを変更するには？", _guide(
+        "sudo resize2fs /dev/sda1 / を指定する。\nsudo resize2fs /dev/sda1 を指定する。", "ja"))[2]}
+    assert ranked["sudo resize2fs /dev/sda1 / を指定する。"] == ranked["sudo resize2fs /dev/sda1 を指定する。"]
+    # A "* " bullet is a list marker, not an asterisk; nor is the full stop of "word." a dot.
+    question = "In a glob, what does an asterisk stand for?"
+    ranked = {c.text: c.lexical for c in rank_sentences(question, _guide(
+        "* Brackets stand for one of the characters listed.\nNothing here stands for anything else.", "en"))[2]}
+    assert ranked["* Brackets stand for one of the characters listed."] == \
+        ranked["Nothing here stands for anything else."]
 
 
 def test_a_how_to_answer_may_be_the_sentence_that_leads_into_the_code():
@@ -918,6 +932,12 @@ def test_a_how_to_answer_may_be_the_sentence_that_leads_into_the_code():
     picked = pick_sentences(question, _guide(text, "en"), min_score=0.3, max_sentences=1,
                             similarity=_model_prefers(how, over=other, high=0.93, low=0.87))
     assert [p.sentence for p in picked] == [how]
+    # One that sends the reader elsewhere is a pointer, whatever verb it says.
+    pointer = "To learn more about how to access elements of an array, see Chapter 8:"
+    said = "You access an element of an array with its index."
+    picked = pick_sentences(question, _guide(f"{pointer}\n\n    let first = a[0];\n\n{said}", "en"), min_score=0.3,
+                            max_sentences=1, similarity=_model_prefers(pointer, over=said, high=0.93, low=0.9))
+    assert [p.sentence for p in picked] == [said]
     # Asked something else, a sentence that leads into code is no whole answer.
     picked = pick_sentences("Which element does an array access return?", _guide(text, "en"), min_score=0.3,
                             max_sentences=1, similarity=_model_prefers(how, over=other, high=0.93, low=0.87))

@@ -194,3 +194,16 @@ def test_ask_json_gives_each_cited_sentence_with_its_span_sources_and_location(t
         assert out["answer"][s["start"]:s["end"]] == s["text"] and set(s["sources"]) <= set(ids)
     assert ids[out["sentences"][0]["sources"][0]]["section"] == "Policy > Refunds"
 
+
+
+def test_the_web_page_flags_text_that_cites_nothing_unless_it_says_the_documents_do_not_answer():
+    # The page's status line said "The documents do not answer" a second time under the answer that already said
+    # it; dropping it for every answer without citations would leave a model's uncited claim unflagged.
+    from citerag.cli.serve import says_not_found
+
+    assert says_not_found("The documents do not answer this question.")
+    assert says_not_found("ドキュメントには、この質問への回答が見つかりませんでした。")
+    assert says_not_found("ドキュメントには、この質問への日本語の回答が見つかりませんでした。"
+                          "検索で見つかった箇所は英語の文書（ls）にあります。")
+    assert says_not_found("I could not answer this from the documents.")
+    assert not says_not_found("Replacement filters cost about $40.") and not says_not_found("")

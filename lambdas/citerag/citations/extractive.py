@@ -63,6 +63,8 @@ _ELSEWHERE = {
           "（{titles}）にあります。英語で質問すると、その文書から引用して回答します。",
 }
 TITLE_CHARS = 80
+# How every message of this answerer that answers nothing begins.
+NOT_FOUND_OPENINGS = (*NOT_FOUND.values(), *(m.split("{titles}")[0] for m in _ELSEWHERE.values()))
 
 
 def not_found(lang: str, passages: list[Passage]) -> str:
@@ -190,26 +192,38 @@ def _compound_terms(text: str) -> set[int]:
 
 
 # A symbol standing alone in a sentence, by the names a question calls it ("Which ls option shows entries starting
-# with a dot?" for "-a, --all do not ignore entries starting with ."; "ドットで始まるファイル"): the tokenizer drops
-# symbols, so the one word that told the option from the others matched nothing. Not names that are words of
-# their own ("period" of a warranty, "star", "hash"): a question using them names no symbol.
-_SYMBOL_NAMES = {".": "dot ドット ピリオド", "~": "tilde チルダ", "*": "asterisk アスタリスク",
-                 "/": "slash スラッシュ", "-": "hyphen ハイフン"}
-_SYMBOL_TERMS = {sym: frozenset(term_id(t) for t in tokenize(names)) for sym, names in _SYMBOL_NAMES.items()}
-_ALL_SYMBOL_TERMS = frozenset().union(*_SYMBOL_TERMS.values())
-_LONE_SYMBOL = re.compile(r"(?:(?<=\s)|^)([.~*/-])(?=\s|$)")
+# with a dot?" for "-a, --all do not ignore entries starting with ."; "ドットで始まるファイル" for ". で始まる"): the
+# tokenizer drops symbols, so the one word that told the option from the others matched nothing. A name counts as a
+# whole word ("ビット" names no dot, "スライス" no slash); not names that are words of their own ("period" of a
+# warranty, "star", "hash"), nor "-", which is also a dash and a list marker.
+_SYMBOL_NAMES = {".": ("dot", "ドット", "ピリオド"), "~": ("tilde", "チルダ"), "*": ("asterisk", "アスタリスク"),
+                 "/": ("slash", "スラッシュ")}
+_NAMES_SYMBOL = {sym: re.compile("|".join(rf"(?<![A-Za-z\u30a1-\u30fa\u30fc]){name}s?(?![A-Za-z\u30a1-\u30fa\u30fc])"
+                                          for name in names), re.I) for sym, names in _SYMBOL_NAMES.items()}
+# Alone: no Latin letter, digit or symbol of its kind beside it (not "a.b", "and/or", "~/"), and a dot after a space,
+# a bracket or nothing (not the full stop of "word." or of Japanese set with "．"); not a "* " bullet.
+_LONE_SYMBOL = re.compile(r"(?:(?:^|(?<=[\s「『（(\[\"'“]))(\.)|(?<![A-Za-z0-9_.~*/-])([~*/]))(?![A-Za-z0-9_.~*/-])")
+_BULLET = re.compile(r"^\s*[*・]\s")
 
 
-def _symbol_terms(text: str) -> set[int]:
-    return {t for sym in _LONE_SYMBOL.findall(text) for t in _SYMBOL_TERMS[sym]}
+def _named_symbols(query: Query) -> dict[str, set[int]]:
+    """The symbols a question names in words, each with its name's terms as the question holds them."""
+    text = normalize(query.text)
+    return {sym: {term_id(t) for name in _SYMBOL_NAMES[sym] for t in tokenize(name)}
+            for sym, pattern in _NAMES_SYMBOL.items() if pattern.search(text)}
 
 
-def _terms(text: str, operators: bool, symbols: bool = False) -> set[int]:
+def _symbol_terms(text: str, named: dict[str, set[int]]) -> set[int]:
+    text = _BULLET.sub("", normalize(text))
+    return {t for m in _LONE_SYMBOL.finditer(text) if (sym := m.group(1) or m.group(2)) in named for t in named[sym]}
+
+
+def _terms(text: str, operators: bool, symbols: dict[str, set[int]] | None = None) -> set[int]:
     """A sentence's terms; its operators only when the question names one, its lone symbols only when the question
-    names a symbol (most do not: no need to look)."""
+    names them (most do not: no need to look)."""
     terms = {term_id(t) for t in tokenize(text)} | _compound_terms(text)
     if symbols:
-        terms |= _symbol_terms(text)
+        terms |= _symbol_terms(text, symbols)
     return terms | _operator_terms(text) if operators else terms
 
 
@@ -272,8 +286,8 @@ def rank_sentences(
     holds_number = number_evidence(query)
     wants_code = bool(WANTS_CODE.search(query.text))
     wants_name = bool(WANTS_NAME.search(query.text))
-    does = _does_what_asked(query)
-    names_symbol = bool(q & _ALL_SYMBOL_TERMS)
+    says = _does_what_asked(query, code=False)
+    symbols = _named_symbols(query)
     # Which command or option is asked for is told by code and option rows already ("どのオプション": "-c, --count").
     names_kind = None if wants_code or WANTS_OPTION.search(query.text) else kind_evidence(query)
     raw: list[tuple[int, int, int, str, float, float, float, float]] = []
@@ -331,7 +345,7 @@ def rank_sentences(
             if len(text) < 8 or text.endswith(("?", "？")):
                 # Too short to be a statement, or a question (FAQ headings restate the user's question).
                 continue
-            held = _terms(text, bool(operators), names_symbol) & q
+            held = _terms(text, bool(operators), symbols) & q
             if held:
                 # Only for a sentence that holds a term of the question itself: the heading says what it is about,
                 # not that it bears on the question ("Batteries are sold separately." under "Warranty > Camera bag").
@@ -340,14 +354,15 @@ def rank_sentences(
             lexical = sum(q_weight[t] for t in held | titled) / total if held else own
             factor = off_topic
             if not ends_statement(text) and not (first == last and is_row(text)) \
-                    and not (does is not None and text.endswith((":", "：")) and does(text)):
+                    and not (says is not None and text.endswith((":", "：")) and says(text)
+                             and not _POINTS_ELSEWHERE.search(text)):
                 # Headings and fragments read badly as answers. A row of a table is whole without a full stop:
                 # "opt-level = 3", and "-n, --quiet, --silent suppress automatic printing of pattern space", which
                 # counted as a fragment where its option was over 40 characters from its end and lost to sed's "q".
                 # Nor is a sentence that says the asked action and leads into the code doing it ("You can access
                 # elements of an array using indexing, like this:"); for other questions such a sentence is mostly
                 # a pointer ("実際に動作している浮動小数点数の例をご覧ください:" led two benchmark answers when every
-                # colon counted).
+                # colon counted), as it is when it sends the reader elsewhere ("…, see Chapter 8:").
                 factor *= 0.6
             if heading[first] or (first == 0 and text[:1].islower()):
                 # "Grant of Patent License." restates the question's words without answering it; a passage that
@@ -468,12 +483,12 @@ def unknown_words(query: Query, stats: CorpusStats | None) -> list[str]:
     return out
 
 
-def _does_what_asked(query: Query) -> Callable[[str], bool] | None:
+def _does_what_asked(query: Query, code: bool = True) -> Callable[[str], bool] | None:
     """For "How do I <verb>…" ("…を変換するには"): whether a sentence says the verb, in any form and not negated (the
-    noun of a Japanese する verb), or shows code. None for other questions, and for verbs that say nothing of the
-    action ("get", "use", "make", "know")."""
+    noun of a Japanese する verb), or (`code`) shows code. None for other questions, and for verbs that say nothing of
+    the action ("get", "use", "make", "know")."""
     def shows_code(text: str) -> bool:
-        return _shows_code(text) or bool(_NAMED_CODE.search(text))
+        return code and (_shows_code(text) or bool(_NAMED_CODE.search(text)))
 
     if asked_ja := HOW_TO_JA.search(query.text):
         word = normalize(asked_ja.group(1))
@@ -525,6 +540,8 @@ def _named_subject(query: Query, usable: list[Passage], candidates: list[Candida
 # the "it" of "It is possible to…", which points at nothing ("It is used to…" does point back).
 _DUMMY_IT = (r"(?:possible|impossible|important|necessary|unnecessary|likely|unlikely|known|recommended|advisable"
              r"|easy|hard|difficult|common|best|better|worth|true|clear|obvious|safe|useful|essential|helpful)")
+# A sentence that sends the reader to another part of the documents ("see Chapter 8:", "第3章をご覧ください:").
+_POINTS_ELSEWHERE = re.compile(r"\b(?:see|refer to)\b|\b(?:chapter|section|appendix) \d|ご覧|参照|第\d+章", re.I)
 _REFERS_BACK = re.compile(r"^[“\"「『(（]?(?:この|その|これ(?!まで|から)|それ|ここ(?!では)|そこ|こうした|そうした"
                           r"|同年|同日|同月|事実、|(?:[Tt]his|[Tt]hese|[Tt]hat|[Tt]hose"
                           r"|It(?! (?:is|was) (?:not )?" + _DUMMY_IT + r" (?:to|that)\b)|Its|They|Such)\b)")

@@ -15,6 +15,8 @@ from urllib.parse import quote
 import typer
 
 from citerag.citations.answer import related_wire
+from citerag.citations.extractive import NOT_FOUND_OPENINGS
+from citerag.citations.verified import FALLBACK
 from citerag.cli.common import IndexOpt, NamespaceOpt, app, err, errors, open_index
 from citerag.documents.chunking import first_line, line_bounds
 from citerag.documents.text import resolve_overstrike
@@ -79,9 +81,9 @@ function show(ev) {
       const ex = document.createElement('div'); ex.className = 'excerpt'; ex.textContent = '“' + s.excerpt + '”';
       li.append(ex); $('sources').append(li);
     }
-    // The answer's own text says when the documents do not answer (in the question's language): said once.
-    $('status').textContent = ev.answered || $('answer').textContent.trim() ? '' :
-      'The documents do not answer this question.';
+    // When the answer's own text says the documents do not answer (in the question's language), it is said once;
+    // any other text that cites nothing is flagged.
+    $('status').textContent = ev.answered || ev.says_not_found ? '' : 'The documents do not answer this question.';
     // Not an answer: the passages search found, where the answer may be worded otherwise (or not be at all).
     $('related-title').hidden = !(ev.related || []).length;
     for (const s of ev.related || []) {
@@ -93,6 +95,11 @@ function show(ev) {
 $('ask').addEventListener('submit', (e) => { e.preventDefault(); const q = $('q').value.trim(); if (q) ask(q); });
 const q0 = new URLSearchParams(location.search).get('q'); if (q0) { $('q').value = q0; ask(q0); }
 </script></body></html>"""
+
+
+def says_not_found(text: str) -> bool:
+    """Is the text one of the messages said when the documents do not answer (the answerer's, the agents')?"""
+    return text.strip().startswith((*NOT_FOUND_OPENINGS, *FALLBACK.values()))
 
 
 def build_app(comps):
@@ -140,6 +147,7 @@ def build_app(comps):
                 yield json.dumps({"text": answer.text[cursor:]}, ensure_ascii=False) + "\n"
             related = [{"n": n, **related_wire(p), "excerpt": ""} for n, p in enumerate(answer.related, start=1)]
             yield json.dumps({"answered": answer.answered, "sources_list": [src(s) for s in answer.sources],
+                              "says_not_found": not answer.answered and says_not_found(answer.text),
                               "related": related}, ensure_ascii=False) + "\n"
 
         return StreamingResponse(lines(), media_type="application/x-ndjson")
