@@ -16,8 +16,7 @@ MAX_CITATIONS = 200
 
 
 def source_wire(p: Passage) -> dict[str, Any]:
-    return {"source_id": p.source_id, "uri": p.uri, "title": p.title, "page": p.page, "section": p.section,
-            "excerpt": p.excerpt}
+    return {"source_id": p.source_id, **related_wire(p), "excerpt": p.excerpt}
 
 
 def to_wire(answer: Answer) -> dict[str, Any]:
@@ -42,12 +41,8 @@ def from_wire(data: dict[str, Any], trace: list[dict[str, Any]] | None = None) -
             if not isinstance(s, dict) or not s.get("source_id"):
                 continue
             sid = str(s["source_id"])[:200]
-            page, section = s.get("page"), s.get("section")
-            p = sources.get(sid) or Passage(source_id=sid, text=str(s.get("excerpt", ""))[:MAX_TEXT],
-                                            uri=str(s.get("uri", ""))[:2000], title=str(s.get("title", ""))[:500],
-                                            page=page if isinstance(page, int) and not isinstance(page, bool) else None,
-                                            section=section[:500] if isinstance(section, str) else None,
-                                            excerpt=str(s.get("excerpt", ""))[:MAX_TEXT])
+            excerpt = str(s.get("excerpt", ""))[:MAX_TEXT]
+            p = sources.get(sid) or Passage(source_id=sid, text=excerpt, excerpt=excerpt, **_place(s))
             sources.setdefault(sid, p)
             srcs.append(p)
         start, end = span.get("start"), span.get("end")
@@ -64,15 +59,15 @@ def _list(value: object) -> list:
     return value if isinstance(value, list) else []
 
 
+def _place(item: dict[str, Any]) -> dict[str, Any]:
+    """uri, title, page and section of a source or a place read back, bounded; anything of the wrong type dropped."""
+    uri, title, page, section = (item.get(k) for k in ("uri", "title", "page", "section"))
+    return {"uri": uri[:2000] if isinstance(uri, str) else "", "title": title[:500] if isinstance(title, str) else "",
+            "page": page if isinstance(page, int) and not isinstance(page, bool) else None,
+            "section": section[:500] if isinstance(section, str) else None}
+
+
 def _located(item: object) -> Passage | None:
     """A related place read back: a dict with a uri or a title, anything else dropped."""
-    if not isinstance(item, dict):
-        return None
-    uri, title, page, section = (item.get(k) for k in ("uri", "title", "page", "section"))
-    uri = uri[:2000] if isinstance(uri, str) else ""
-    title = title[:500] if isinstance(title, str) else ""
-    if not uri and not title:
-        return None
-    return Passage(text="", uri=uri, title=title,
-                   page=page if isinstance(page, int) and not isinstance(page, bool) else None,
-                   section=section[:500] if isinstance(section, str) else None)
+    place = _place(item) if isinstance(item, dict) else {}
+    return Passage(text="", **place) if place.get("uri") or place.get("title") else None

@@ -177,17 +177,21 @@ def print_answer(answer) -> None:
         out.print()
         out.print("[bold]Sources[/]")
         for s in answer.sources:
-            # A heading path already starts with the title it would repeat.
-            title = "" if s.section and not s.page and s.section.startswith(s.title) else f" — {shown(s.title)}"
-            out.print(f" [bold cyan]\\[{numbers[s.source_id]}][/] {where(s.citation())}{title}", highlight=False)
+            out.print(f" [bold cyan]\\[{numbers[s.source_id]}][/] {_place(s)}", highlight=False)
             out.print(f"      “{one_line(s.excerpt, 200)}”", highlight=False)
     if answer.related and not answer.answered:
         out.print()
         out.print("[bold]Where to look[/] [dim](search found these passages; the answer may be worded otherwise "
                   "there, or not be in the documents)[/]", highlight=False)
         for n, p in enumerate(answer.related, start=1):
-            title = "" if p.section and not p.page and p.section.startswith(p.title) else f" — {shown(p.title)}"
-            out.print(f" {n}. {where(p.citation())}{title}", highlight=False)
+            out.print(f" {n}. {_place(p)}", highlight=False)
+
+
+def _place(p) -> str:
+    """File, page or section, and title of a source, ready for rich output. A heading path already starts with the
+    title it would repeat."""
+    title = "" if p.section and not p.page and p.section.startswith(p.title) else f" — {shown(p.title)}"
+    return f"{where(p.citation())}{title}"
 
 
 _MARK = re.compile(r"\[([A-Za-z0-9_.:-]{1,64})\]")
