@@ -46,6 +46,12 @@ documents nobody here wrote, at what `citerag bench-answers` measures.
     citerag ingest x/usr/share/doc/texlive-doc/latex/fancyhdr/fancyhdr.pdf --index /tmp/fh.sqlite
     python scripts/tour.py /tmp/fh.sqlite scripts/tours/fancyhdr-en.tsv
 
+    # the Debian FAQ, its English PDF and its Japanese HTML chapters, for scripts/tours/debian-faq-{en,ja}.tsv
+    apt-get download debian-faq debian-faq-ja && for f in debian-faq*.deb; do dpkg -x $f x; done
+    mkdir -p faq/ja && gunzip -c x/usr/share/doc/debian/FAQ/debian-faq.en.pdf.gz > faq/debian-faq.en.pdf
+    cp x/usr/share/doc/debian/FAQ/ja/*.html faq/ja/ && citerag ingest faq --index /tmp/faq.sqlite
+    python scripts/tour.py /tmp/faq.sqlite scripts/tours/debian-faq-en.tsv
+
     # how-to questions over the benchmark's own English chapters and licences, for scripts/tours/howto-en.tsv
     citerag ingest datasets/answers/docs --index /tmp/howto.sqlite
     python scripts/tour.py /tmp/howto.sqlite scripts/tours/howto-en.tsv

@@ -6,7 +6,7 @@ import pytest
 
 from citerag.citations.extractive import ANSWER_MIN_SCORE, _compound_terms, pick_sentences, rank_sentences
 from citerag.citations.question_kinds import kind_evidence
-from citerag.citations.statements import ends_statement, split_statements
+from citerag.citations.statements import ends_statement, runs_into_command, split_statements
 from citerag.search.passage import Passage
 from citerag.search.query import analyze
 from citerag.search.sparse import CorpusStats, term_id, tokenize
@@ -994,3 +994,68 @@ def test_a_question_for_a_type_keeps_its_best_sentence_when_none_names_one(quest
     lang = "ja" if "型" in question else "en"
     assert _answered(question, text, lang) == [text]
 
+
+
+# The Debian FAQ (debian-faq 11.1, GPL-2+), as its PDF and its Japanese HTML print a command inline on a line of its
+# own, with no colon before it.
+_TARGET = ("To control the order in which services are started, traditional System-V style Unix systems use runlevels."
+           "\nThese are replaced by targets under systemd.\nTo display the default target to which systemd will bring "
+           "the system, run the command\nsystemctl get-default\nDuring boot-up, systemd starts the services or other "
+           "targets listed in the default target file /lib/systemd/system/default.target.")
+_STATUS_JA = ("「foo」で始まる全パターンに名前がマッチするパッケージの状態を調べるには、コマンド\n\n"
+              "dpkg --list 'foo*'\n\n特定のパッケージについてもっと詳しい報告を得るには、コマンド\n\n"
+              "dpkg --status パッケージ名\n\nを実行します。")
+
+
+def test_a_sentence_that_runs_into_a_command_on_its_own_line_is_one_statement_with_it():
+    assert split_statements(_TARGET, lines_wrap=False)[2] == ("To display the default target to which systemd will "
+                                                              "bring the system, run the command systemctl get-default")
+    assert split_statements(_STATUS_JA)[1] == ("特定のパッケージについてもっと詳しい報告を得るには、コマンド "
+                                               "dpkg --status パッケージ名 を実行します。")
+    assert ends_statement("To display the default target, run the command systemctl get-default")
+    # Not a word that follows "the command" on the next line, nor prose there, nor a page break after the words.
+    assert split_statements("See the command\nreference.", lines_wrap=False) == ["See the command", "reference."]
+    assert len(split_statements("Run the following command\nThe output shows the default target.",
+                                lines_wrap=False)) == 2
+    assert not ends_statement("You can also use the command line interface")
+    # A sentence that names the command line ends at its full stop, and reads on into the next as any other does.
+    assert not runs_into_command("Follow symbolic links only if they are on the command line.")
+
+
+def test_how_do_i_is_answered_by_the_sentence_that_runs_into_its_command():
+    # Cut at the command, the sentence was a fragment and lost to one on the default target file, which says nothing
+    # of displaying it, so the question was refused.
+    page = Passage(source_id="S1", title="The Debian GNU/Linux FAQ", text=_TARGET, page=56)
+    picked = pick_sentences("How do I display the default systemd target?", [page], min_score=0.5,
+                            similarity=lambda _q, texts: [0.87] * len(texts))
+    assert any(p.sentence.endswith("To display the default target to which systemd will bring the system, run the "
+                                   "command systemctl get-default") for p in picked)
+
+
+def test_a_japanese_sentence_that_names_the_command_after_the_word_shows_the_command():
+    # "…設定するコマンドは？" asks how to do something: a sentence that names the command ("コマンドは
+    # update-alternatives") answers it without the verb, as "update-alternativesコマンド" would.
+    text = ("Debian では、同一の仮想パッケージを提供するパッケージが一つのシステムに複数インストールされている場合に、"
+            "システム管理者が望ましいパッケージとしてその一つを選べる仕組みを提供しています。関連するコマンドは "
+            "update-alternatives で、11.11 節でさらに説明しています。")
+    answer = _answered("同じ仮想パッケージを提供するパッケージが複数あるとき、どれを優先するか設定するコマンドは？",
+                       text, "ja")
+    assert any("update-alternatives" in s for s in answer)
+    # A capitalised name after the word names no command.
+    assert not _answered("ファイルを変換するコマンドは？", "このコマンドは Windows では使えません。", "ja")
+
+
+@pytest.mark.parametrize("question, lang, spelt, used", [
+    ("What does DFSG stand for?", "en",
+     "The guidelines used to determine if a work is free are provided in The Debian Free Software Guidelines (DFSG).",
+     "This directory contains packages which are DFSG-free and freely distributable themselves."),
+    ("DFSG とは何ですか？", "ja",
+     "作業がフリーなのか判断するためのガイドラインは Debian フリーソフトウェアガイドライン (DFSG) で提供されています。",
+     "このディレクトリには、それ自体は DFSG フリーで自由に配布できるパッケージが収録されています。"),
+])
+def test_a_question_on_an_abbreviation_is_answered_by_the_sentence_that_spells_it_out(question, lang, spelt, used):
+    # The bundled model rated the sentence that only uses the abbreviation closer (0.813 against 0.797).
+    page = [Passage(source_id="S1", title="FAQ", lang=lang, text=f"{used}\n\n{spelt}")]
+    picked = pick_sentences(question, page, min_score=0.3, max_sentences=1,
+                            similarity=_model_prefers(used, over=spelt, high=0.813, low=0.797))
+    assert [p.sentence for p in picked] == [spelt]

@@ -30,6 +30,7 @@ from citerag.citations.question_kinds import (
     WANTS_PERSON,
     WANTS_TYPE,
     asks_for_number,
+    expansion_evidence,
     kind_evidence,
     number_evidence,
 )
@@ -41,6 +42,7 @@ from citerag.citations.statements import (
     is_code_line,
     is_row,
     looks_like_heading,
+    runs_into_command,
     split_statements,
 )
 from citerag.documents.chunking import LINE_RANGE
@@ -290,6 +292,7 @@ def rank_sentences(
     symbols = _named_symbols(query)
     # Which command or option is asked for is told by code and option rows already ("どのオプション": "-c, --count").
     names_kind = None if wants_code or WANTS_OPTION.search(query.text) else kind_evidence(query)
+    spells_out = expansion_evidence(query)
     raw: list[tuple[int, int, int, str, float, float, float, float]] = []
     numbers = set(_QUESTION_NUMBER.findall(normalize(query.text).replace(",", "")))
     days = [re.compile(rf"(?<!\d){day}") for day in _QUESTION_DAY.findall(normalize(query.text))]
@@ -325,7 +328,9 @@ def rank_sentences(
         units: list[tuple[int, int, str]] = []  # (first statement, last statement, text)
         for pos, text in enumerate(spans):
             units.append((pos, pos, text))
-            complete = ends_statement(text) or text.endswith((":", "："))
+            # Not after a command with no full stop ("…run the command systemctl get-default" + "During boot-up…"
+            # read as one run-on sentence).
+            complete = (ends_statement(text) and not runs_into_command(text)) or text.endswith((":", "："))
             if pos + 1 < len(spans) and len(text) + len(spans[pos + 1]) <= 500 \
                     and not text.endswith(("?", "？")) and complete and not heading[pos + 1] and not owns[pos] \
                     and not (is_row(text) and is_row(spans[pos + 1])):
@@ -381,6 +386,8 @@ def rank_sentences(
             if wants_name and NAMES.search(text):
                 bonus += 0.1
             if names_kind is not None and names_kind(text):
+                bonus += 0.1
+            if spells_out is not None and spells_out(text):
                 bonus += 0.1
             raw.append((rank, first, last, text, lexical, factor, bonus, own))
     if not raw:
@@ -440,10 +447,12 @@ _LATIN_WORD = re.compile(r"^[a-z][a-z0-9_.-]*$")
 
 
 _NOT_ACTIONS = frozenset(tokenize(NOT_ACTIONS))
-# A function or a method a Japanese sentence names ("to_stringメソッドを使います"), where CODE's word boundaries do
-# not hold: Python's \w spans kana too.
+# A function or a method a Japanese sentence names ("to_stringメソッドを使います", "関連するコマンドは
+# update-alternatives で…"), where CODE's word boundaries do not hold: Python's \w spans kana too. After the word, a
+# name in lower case ("コマンドは Windows では…" names no command).
 _CODE_WORDS_JA = "コマンド|関数|メソッド|マクロ"
-_NAMED_CODE = re.compile(rf"(?<![A-Za-z0-9_])[A-Za-z_][A-Za-z0-9_:]*(?:\(\))?(?:{_CODE_WORDS_JA})")
+_NAMED_CODE = re.compile(rf"(?<![A-Za-z0-9_])[A-Za-z_][A-Za-z0-9_:]*(?:\(\))?(?:{_CODE_WORDS_JA})"
+                         rf"|(?:{_CODE_WORDS_JA})[はの]?\s?[a-z_][\w:.-]*(?![A-Za-z])")
 
 
 _KATAKANA_WORD = re.compile(r"[\u30a1-\u30fa\u30fc]{2,}")
@@ -646,10 +655,12 @@ def pick_sentences(
             continue
         if not about[c.rank]:
             continue  # "sortで大文字と小文字を区別しないオプションは？": find's "-iname" is not sort's, however close
-        if not any((c.rank == o.rank and c.pos <= o.last and o.pos <= c.last) or _same_words(c.text, o.text)
-                   for o in picked):
+        if not any((c.rank == o.rank and c.pos <= o.last and o.pos <= c.last) or _repeats(c.text, o.text)
+                   or _repeats(o.text, c.text) for o in picked):
             # A runner-up that does not overlap the sentences already in the answer, nor repeat one that another
-            # document words the same (two licences share a clause: the answer said it twice).
+            # document words the same (two licences share a clause: the answer said it twice; a translation that
+            # leaves a paragraph in English holds the English manual's sentence, which came again with its
+            # neighbour).
             picked.append(c)
     lead = _named_subject(query, usable, candidates, picked) if max_sentences > 1 else None
     if lead is not None:  # with the best sentence, which the lead alone would not show
@@ -729,8 +740,9 @@ def _quotes(passage: Passage, quoted: list[str], lang: str) -> bool:
     return all(name in text for name in held)
 
 
-def _same_words(a: str, b: str) -> bool:
-    return a.split() == b.split()  # case counts: "-n" and "-N" are two options
+def _repeats(a: str, b: str) -> bool:
+    """Whether `a` holds all of `b`, word for word (case counts: "-n" and "-N" are two options)."""
+    return f" {' '.join(b.split())} " in f" {' '.join(a.split())} "
 
 
 def embedding_similarity(embedder) -> Similarity:

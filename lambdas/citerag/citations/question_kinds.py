@@ -233,3 +233,23 @@ def kind_evidence(query: Query) -> Callable[[str], bool] | None:
         named = re.compile(rf"(?<!{_ID})({_EN_NAME})\s(?i:{re.escape(asked.group(2))})\b")
     asked_text = normalize(query.text)
     return lambda text: any(normalize(m.group(1)) not in asked_text for m in named.finditer(text))
+
+
+# "What does DFSG stand for?", "DFSG とは何ですか？": a question on an abbreviation is answered by the sentence that
+# spells it out, which writes it in brackets after its words ("…are provided in The Debian Free Software Guidelines
+# (DFSG)", "Debian フリーソフトウェアガイドライン (DFSG) で…"), as "how many" is by a number; a sentence that only uses
+# it ("packages which are DFSG-free…") ranked first.
+_ASKS_ABBREVIATION = re.compile(r"\b(?i:what (?:does|do|did)) ([A-Z][A-Z0-9]{1,7})s? stands? for\b"
+                                r"|^\s*(?i:what (?:is|are) (?:an? |the )?)([A-Z][A-Z0-9]{1,7})s?\s*[?？]\s*$"
+                                r"|(?<![A-Za-z0-9])([A-Z][A-Z0-9]{1,7})\s?(?:とは|って)\s?(?:何|なん)"
+                                r"|(?<![A-Za-z0-9])([A-Z][A-Z0-9]{1,7})\s?は\s?(?:何|なん)の(?:略|頭字語)")
+
+
+def expansion_evidence(query: Query) -> Callable[[str], bool] | None:
+    """What tells a sentence spells out the abbreviation the question asks about; None for other questions."""
+    asked = _ASKS_ABBREVIATION.search(query.text)
+    if not asked:
+        return None
+    abbreviation = next(group for group in asked.groups() if group)
+    spelt = re.compile(rf"[^\s(（]\s?[(（]{re.escape(abbreviation)}[)）]")
+    return lambda text: bool(spelt.search(text))

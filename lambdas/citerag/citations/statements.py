@@ -112,6 +112,28 @@ def _reads_as_prose(line: str) -> bool:
     return not line.startswith("$ ") and len(_PLAIN_WORD.findall(line)) >= 6
 
 
+# A sentence that runs into a command set on a line of its own, with no colon before it ("To display the default
+# target…, run the command\nsystemctl get-default", "…を得るには、コマンド\ndpkg --status パッケージ名\nを実行します。",
+# as DocBook prints an inline command): cut at the line break, the sentence was a fragment and the command no
+# statement at all, so neither answered "how do I display the default target?".
+_LEADS_INTO_COMMAND = re.compile(r"(?:\b(?:the|this|following) commands?|コマンド)$", re.I)
+# The command: a few words, the first in Latin script, not prose (a placeholder may be Japanese: "パッケージ名").
+_COMMAND_LINE = re.compile(r"^[$#]?\s?[A-Za-z./][\w./:+=*'-]*(?:\s+[^\s。]+){0,5}(?<![.。])$")
+# What goes on after the command: Japanese runs on from a particle ("を実行します。"), English in lower case.
+_AFTER_COMMAND = re.compile(r"^(?:[をでとがにはも]|[a-z]).*[。.]$")
+
+
+def _takes_command(statement: str, piece: str, gap: str) -> bool:
+    """Whether the statement leads into the command `piece`: "enter this line:" and a command, or a sentence that
+    runs into one set on its own line."""
+    if _reads_as_prose(piece):
+        return False
+    if statement.endswith((":", "：")):
+        return bool(CODE.search(piece)) and len(piece) <= 120
+    return gap.endswith("\n") and bool(_LEADS_INTO_COMMAND.search(statement)) and len(piece) <= 80 \
+        and bool(_COMMAND_LINE.match(piece))
+
+
 def split_statements(text: str, lines_wrap: bool = True) -> list[str]:
     """The passage's sentences as an answer quotes them: "the vec! macro" and "v. 2.0" do not end a sentence (the
     next word, on the same line, is lower case or a number), and "enter this line:" takes the command on the next
@@ -146,11 +168,12 @@ def split_statements(text: str, lines_wrap: bool = True) -> list[str]:
             # is still one sentence. Japanese wraps anywhere, so its line break is no space; between Latin and
             # Japanese it is one, as a page renders it ("-f, --ignore-case\n大文字・小文字を区別しない").
             out[-1] += ("" if is_cjk(out[-1][-1]) and is_cjk(piece[0]) else " ") + piece
-        elif out and out[-1].endswith((":", "：")) and CODE.search(piece) and len(piece) <= 120 \
-                and not _reads_as_prose(piece):
+        elif out and _takes_command(out[-1], piece, gap):
             out[-1] = f"{out[-1]} {piece}"
             code_end = True
             continue
+        elif out and code_end and gap.endswith("\n") and len(piece) <= 200 and _AFTER_COMMAND.match(piece):
+            out[-1] = f"{out[-1]} {piece}"
         else:
             out.append(piece)
             paragraph.append(gap == "\n\n")
@@ -200,6 +223,23 @@ def is_code_line(statement: str) -> bool:
     return sum(ch in '=;()[]{}"<>' for ch in statement) > 0.1 * len(statement)
 
 
+# The end of a statement that leads into its command without a colon (`_LEADS_INTO_COMMAND`): a command with the
+# marks a command has ("get-default", "--status", a path), not "the command line interface" cut at a page break.
+_ENDS_WITH_COMMAND = re.compile(r"(?:\b(?:the|this|following) commands?|コマンド) [$#]?\s?[A-Za-z./][^\s。]*"
+                                r"(?:\s+[^\s。]+){0,5}$", re.I)
+
+
+def runs_into_command(text: str) -> bool:
+    """Whether the statement ends in the command it leads into without a colon ("…run the command systemctl
+    get-default"): whole, and with no full stop to read on from into the next sentence."""
+    if text.endswith((*_TERMINAL, "?", "？")):
+        return False  # "…only if they are on the command line." ends a sentence
+    tail = _ENDS_WITH_COMMAND.search(text[-120:])
+    return tail is not None and bool(re.search(r"[-/.$_=]", tail.group()))
+
+
 def ends_statement(text: str) -> bool:
-    """A sentence end, or a command the statement leads into ("…enter this line: $ rustc --version")."""
-    return text.endswith((*_TERMINAL, ";", "; and", "; or")) or bool(CODE.search(text[-40:]))
+    """A sentence end, or a command the statement leads into ("…enter this line: $ rustc --version", "…run the
+    command systemctl get-default")."""
+    return text.endswith((*_TERMINAL, ";", "; and", "; or")) or bool(CODE.search(text[-40:])) \
+        or runs_into_command(text)
