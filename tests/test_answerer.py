@@ -494,6 +494,23 @@ def test_a_japanese_count_is_answered_by_a_number_in_the_unit_it_asks_for():
     assert pick_sentences("新図書館は何年に開館しましたか？", [dated], min_score=0.3)
 
 
+def test_an_english_count_of_a_unit_is_answered_by_a_number_of_that_unit():
+    # The Debian FAQ's near miss: asked how many years a release gets security updates, the sentences on what they
+    # are for answered ("Security updates serve one purpose: …").
+    faq = Passage(source_id="S1", title="The Debian GNU/Linux FAQ", lang="en",
+                  text="Once a Debian version is released and tagged stable it will only get security updates. "
+                       "Security updates serve one purpose: to supply a fix for a security vulnerability.")
+    question = "How many years is each Debian stable release supported with security updates?"
+    assert pick_sentences(question, [faq], min_score=0.3) == []
+    supported = Passage(source_id="S1", title="The Debian GNU/Linux FAQ", lang="en",
+                        text="Security updates serve one purpose: to supply a fix for a security vulnerability. "
+                             "Each stable release gets security updates for three years.")
+    assert "three years" in " ".join(p.sentence for p in pick_sentences(question, [supported], min_score=0.3))
+    # A unit written against its number counts too ("a 16-bit float"); bits are not bytes.
+    half = Passage(source_id="S1", title="Rust", lang="en", text="The f16 type is a 16-bit float. It is 2 bytes wide.")
+    assert "16-bit" in pick_sentences("How many bits does an f16 use?", [half], min_score=0.3)[0].sentence
+
+
 @pytest.mark.parametrize(("question", "lang", "other", "measured"), [
     # JaQuAD's near miss: a population and a decade were the answer to how far the settlement lay from Hyogo.
     ("居留地は兵庫津からどのくらいの距離に位置していますか？", "ja",

@@ -70,6 +70,13 @@ _NOT_COUNTS = re.compile(r"(?<![\d一二三四五六七八九十百千万億])(?
 
 
 _COUNTED = {counter: re.compile(_NUMERAL + "(?:" + units + ")") for counter, units in _COUNTERS.items()}
+# English counts a unit as Japanese does with a counter: "How many years is each release supported?" is answered by
+# a number of years ("for three years", "a two-year"), not by "one purpose" in a sentence on security updates.
+_UNITS_EN = ("year", "month", "week", "day", "hour", "minute", "second", "bit", "byte")
+_WANTS_UNITS_EN = re.compile(rf"\bhow many ({'|'.join(_UNITS_EN)})s?\b", re.I)
+_NUMERAL_EN = (r"(?:\d[\d,.]*|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty"
+               r"|thirty|forty|fifty|sixty|ninety|hundred|thousand|several|few)[\s-]?")
+_COUNTED_EN = {unit: re.compile(rf"\b{_NUMERAL_EN}{unit}s?\b") for unit in _UNITS_EN}
 
 
 def _units_in(pattern: re.Pattern[str]) -> Callable[[str], bool]:
@@ -127,6 +134,9 @@ def _number_kind(query: Query) -> Callable[[str], bool]:
         counted = _units_in(_COUNTED[count.group(1)])
         # A counter is Japanese grammar: an English sentence states the number without it ("in 1913" for 何年).
         return lambda text: counted(text) if detect_language(text) == "ja" else _holds_number(text)
+    if unit := _WANTS_UNITS_EN.search(query.text):
+        counted_en = _units_in(_COUNTED_EN[unit.group(1).lower()])
+        return lambda text: counted_en(text) if detect_language(text) == "en" else _holds_number(text)
     if measured := next((unit for asked, unit in _MEASURED if asked.search(query.text)), None):
         return _units_in(measured)
     if _WANTS_TIME.search(query.text):
