@@ -52,6 +52,12 @@ documents nobody here wrote, at what `citerag bench-answers` measures.
     cp x/usr/share/doc/debian/FAQ/ja/*.html faq/ja/ && citerag ingest faq --index /tmp/faq.sqlite
     python scripts/tour.py /tmp/faq.sqlite scripts/tours/debian-faq-en.tsv
 
+    # aptitude's user's manual, its English and Japanese HTML pages (the same file names in two folders, which the
+    # questions name as en/… and ja/…), for scripts/tours/aptitude-{en,ja}.tsv
+    apt-get download aptitude-doc-en aptitude-doc-ja && for f in aptitude-doc-*.deb; do dpkg -x $f x; done
+    citerag ingest x/usr/share/doc/aptitude/html --index /tmp/apt.sqlite
+    python scripts/tour.py /tmp/apt.sqlite scripts/tours/aptitude-en.tsv
+
     # how-to questions over the benchmark's own English chapters and licences, for scripts/tours/howto-en.tsv
     citerag ingest datasets/answers/docs --index /tmp/howto.sqlite
     python scripts/tour.py /tmp/howto.sqlite scripts/tours/howto-en.tsv
@@ -63,6 +69,7 @@ import argparse
 import re
 import sys
 from pathlib import Path
+from urllib.parse import unquote
 
 
 def file_name(uri: str) -> str:
@@ -85,10 +92,15 @@ def holds(text: str, token: str) -> bool:
     return re.search(rf"(?<![A-Za-z0-9_-]){re.escape(token)}(?![A-Za-z0-9_-])", text) is not None
 
 
+def cites(uri: str, file: str) -> bool:
+    """The file by its name, or by the end of its path where two folders hold the same name ("en/ch01s02.html")."""
+    return file_name(uri) == file if "/" not in file else unquote(uri).endswith("/" + file)
+
+
 def judge(answer, file: str, token: str) -> bool:
     if file == "-":
         return not answer.citations
-    return any(holds(c.text, token) and file_name(s.uri) == file for c in answer.citations for s in c.sources)
+    return any(holds(c.text, token) and cites(s.uri, file) for c in answer.citations for s in c.sources)
 
 
 def main() -> None:

@@ -5,8 +5,8 @@ from collections import Counter
 import pytest
 
 from citerag.citations.extractive import ANSWER_MIN_SCORE, _compound_terms, pick_sentences, rank_sentences
-from citerag.citations.question_kinds import kind_evidence
-from citerag.citations.statements import ends_statement, runs_into_command, split_statements
+from citerag.citations.question_kinds import WANTS_OPTION, kind_evidence
+from citerag.citations.statements import ends_statement, is_command_line, runs_into_command, split_statements
 from citerag.search.passage import Passage
 from citerag.search.query import analyze
 from citerag.search.sparse import CorpusStats, term_id, tokenize
@@ -1076,3 +1076,51 @@ def test_a_question_on_an_abbreviation_is_answered_by_the_sentence_that_spells_i
     picked = pick_sentences(question, page, min_score=0.3, max_sentences=1,
                             similarity=_model_prefers(used, over=spelt, high=0.813, low=0.797))
     assert [p.sentence for p in picked] == [spelt]
+
+
+# aptitude's user's manual (aptitude-doc-en and -ja 0.8.13, GPL-2+), as its HTML pages read once loaded.
+_ACTIONS = ("The most important actions are:\n\naptitude update\n\nThis command updates the package lists, as if you "
+            "had\nentered the visual interface and pressed\nu.\n\naptitude safe-upgrade\n\nThis command will upgrade "
+            "as many packages as it can\nupgrade without removing existing packages.")
+
+
+def test_a_command_alone_on_its_line_is_what_this_command_points_back_to():
+    # A list of a tool's actions sets each over what it does: the answer said what the command does, not which.
+    page = Passage(source_id="S1", title="Using aptitude from the command line", lang="en", text=_ACTIONS)
+    answer = " ".join(p.sentence for p in pick_sentences(
+        "Which aptitude command upgrades as many packages as it can without removing any?", [page], min_score=0.3))
+    assert "aptitude safe-upgrade" in answer and "aptitude update" not in answer
+    # A heading is no command ("Updating the package list" / "This command…" still answers alone).
+    assert not is_command_line("Updating the package list") and is_command_line("aptitude safe-upgrade")
+
+
+def test_a_japanese_line_that_goes_on_with_a_particle_is_no_heading():
+    # The HTML page wraps "Debian" on a line of its own; the sentence went on "のサーバから…" and read as a fragment.
+    text = "現時点で知識が十分にあります。\n\nDebian\nのサーバから入手可能なパッケージの一覧を定期的に更新します。"
+    assert split_statements(text)[1] == "Debian のサーバから入手可能なパッケージの一覧を定期的に更新します。"
+
+
+@pytest.mark.parametrize("question, lang, row", [
+    ("Which key flags the selected package to be purged?", "en",
+     "Command: Package → Purge (_); Description: Flag the currently selected package to be purged."),
+    ("選択中のパッケージに完全削除のフラグを立てるキーは？", "ja",
+     "コマンド: パッケージ → 完全削除 (_); 説明: 現在選択中のパッケージに完全削除用のフラグを立てます。"),
+])
+def test_flag_as_a_verb_asks_for_no_option(question, lang, row):
+    # Read as "which flag…", only a row naming a command-line option could answer, and none did: refused.
+    page = Passage(source_id="S1", title="Menu commands", lang=lang, text=row)
+    assert [p.sentence for p in pick_sentences(question, [page], min_score=0.3)] == [row]
+    assert WANTS_OPTION.search("Which grep flag ignores case?") and WANTS_OPTION.search("どのフラグを使いますか？")
+
+
+def test_how_do_i_find_a_thing_is_answered_by_the_sentence_that_says_so_and_leads_into_a_screenshot():
+    # "find" asks to know in "How do I find out…"; finding a package is an action, and the sentence that says it is
+    # whole for its colon, as one leading into code is.
+    page = Passage(source_id="S1", title="Finding packages by name", lang="en",
+                   text="To quickly find a package whose name you know, press\n/ to open a search dialog:\n\n[D]\n\n"
+                        "Using aptitude's powerful search language, it is possible to find\npackages based on many "
+                        "complex criteria.")
+    picked = pick_sentences("How do I quickly find a package by name in aptitude's visual interface?", [page],
+                            min_score=0.3, max_sentences=1,
+                            similarity=lambda _q, texts: [0.89] * len(texts))
+    assert picked[0].sentence == "To quickly find a package whose name you know, press / to open a search dialog:"

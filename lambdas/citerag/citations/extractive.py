@@ -40,6 +40,7 @@ from citerag.citations.statements import (
     MARKUP,
     ends_statement,
     is_code_line,
+    is_command_line,
     is_row,
     looks_like_heading,
     runs_into_command,
@@ -492,6 +493,10 @@ def unknown_words(query: Query, stats: CorpusStats | None) -> list[str]:
     return out
 
 
+# "How do I find a package by name?" asks to do something, as "How do I find out…" and "…find which…" do not.
+_FINDS_A_THING = re.compile(r"(?<=find) (?:an?|the|my|your|all|every|packages?|files?)\b", re.I)
+
+
 def _does_what_asked(query: Query, code: bool = True) -> Callable[[str], bool] | None:
     """For "How do I <verb>…" ("…を変換するには"): whether a sentence says the verb, in any form and not negated (the
     noun of a Japanese する verb), or (`code`) shows code. None for other questions, and for verbs that say nothing of
@@ -506,7 +511,8 @@ def _does_what_asked(query: Query, code: bool = True) -> Callable[[str], bool] |
         return lambda text: shows_code(text) or bool(said.search(normalize(text)))
     asked = HOW_TO.match(query.text)
     verb = tokenize(asked.group(1)) if asked else []
-    if not verb or verb[0] in _FILLER or verb[0] in _NOT_ACTIONS:
+    if not verb or verb[0] in _FILLER or (verb[0] in _NOT_ACTIONS and not _FINDS_A_THING.match(query.text,
+                                                                                                asked.end())):
         return None
     forms = {verb[0], *_noun_forms(verb[0])}
     return lambda text: shows_code(text) or bool(forms & set(tokenize(NEGATED.sub(" ", text))))
@@ -572,7 +578,10 @@ def _antecedent(best: Candidate, candidates: list[Candidate]) -> Candidate | Non
         return None
     before = [c for c in candidates if c.rank == best.rank and c.last == best.pos - 1]
     if _POINTS_AT_CODE.match(best.text):
-        command = next((c for c in before if c.pos == c.last and _shows_code(c.text)), None)
+        # A command alone on its line counts too: a list of a tool's actions sets each over what it does
+        # ("aptitude safe-upgrade" / "This command will upgrade as many packages as it can…").
+        command = next((c for c in before if c.pos == c.last and (_shows_code(c.text) or is_command_line(c.text))),
+                       None)
         if command is not None:
             return command
     if not _REFERS_BACK.match(best.text):

@@ -181,7 +181,11 @@ TYPE = re.compile(r"(?<![A-Za-z0-9_])(?:[A-Za-z_][A-Za-z0-9_:<>&]*型|[A-Z][A-Za
                   r"|[iuf](?:8|16|32|64|128|size)|bool|char|&?str|String)(?![A-Za-z0-9_])")
 # "Which grep option…" is answered by an option ("-i", "--ignore-case"), as "how many" is by a number: a sentence
 # on the topic that names none ("grep prints each line that matches a pattern", for lines in blue) answers nothing.
-WANTS_OPTION = re.compile(r"\b(which|what) (?:[\w.-]+ ){0,2}(?:option|flag|switch)(?:es|s)?\b|オプション|フラグ", re.I)
+# Not the verb: "Which key flags the selected package to be purged?", "…switches the view?" ask for a key, as
+# "…に完全削除のフラグを立てるキーは？" does.
+WANTS_OPTION = re.compile(r"\b(which|what) (?:[\w.-]+ ){0,2}(?:option|flag|switch)(?:es|s)?\b"
+                          r"(?! (?:the|a|an|this|that|these|those|each|every|all|its|their|it|them)\b)"
+                          r"|オプション|フラグ(?!を立て|が立)", re.I)
 OPTION = re.compile(r"(?:^|[\s(\[,'\"`])--?[A-Za-z0-9]")
 OPTION_WORDS = frozenset(term_id(t) for t in tokenize("option options flag flags switch switches オプション フラグ"))
 # What a thing is called, asked in Japanese: "…を何と呼びますか", "何といいますか", "…を何というか"; not "何という会社"

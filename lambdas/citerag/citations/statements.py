@@ -93,13 +93,18 @@ def is_row(statement: str) -> bool:
         or _is_setting(statement)
 
 
+# Particles no Japanese sentence opens with: a line that goes on with one ("Debian\nのサーバから入手可能な…", as an
+# HTML page wraps its source) is the start of the sentence, as a line that goes on in lower case is.
+_PARTICLES = tuple("のをにはがへ")
+
+
 def _heading_line(line: str, opens_paragraph: bool, after: str) -> bool:
     """A text file's line this short that opens a paragraph and ends no sentence is a heading ("\n\nKumo カスタマー
     サポート\n電話受付は…"), unless it reads on: it ends with a comma ("Dear customer,") or the next line goes on in
     lower case ("The filter\nis washable."). Inside a paragraph a short line is a sentence wrapped early
     ("フィルターは水洗い\nできません。"). Nor is a command-line option over its description."""
     return opens_paragraph and len(line) <= HEADING_LINE_CHARS and not line.endswith((",", "、", "，")) \
-        and not after[:1].islower() and not _OPTION_TERM.match(line)
+        and not after[:1].islower() and not after.startswith(_PARTICLES) and not _OPTION_TERM.match(line)
 
 
 # Six plain words or more: prose that names a command ("For example:\ncargo install will select the latest
@@ -117,10 +122,16 @@ def _reads_as_prose(line: str) -> bool:
 # as DocBook prints an inline command): cut at the line break, the sentence was a fragment and the command no
 # statement at all, so neither answered "how do I display the default target?".
 _LEADS_INTO_COMMAND = re.compile(r"(?:\b(?:the|this|following) commands?|コマンド)$", re.I)
-# The command: a few words, the first in Latin script, not prose (a placeholder may be Japanese: "パッケージ名").
-_COMMAND_LINE = re.compile(r"^[$#]?\s?[A-Za-z./][\w./:+=*'-]*(?:\s+[^\s。]+){0,5}(?<![.。])$")
+# The command: a few words, the first a lower-case name in Latin script, not prose (a placeholder may be Japanese:
+# "パッケージ名"); not a heading ("Updating the package list").
+_COMMAND_LINE = re.compile(r"^[$#]?\s?[a-z./][\w./:+=*'-]*(?:\s+[^\s。]+){0,5}(?<![.。])$")
 # What goes on after the command: Japanese runs on from a particle ("を実行します。"), English in lower case.
 _AFTER_COMMAND = re.compile(r"^(?:[をでとがにはも]|[a-z]).*[。.]$")
+
+
+def is_command_line(statement: str) -> bool:
+    """A command alone on its line ("aptitude safe-upgrade", "systemctl get-default")."""
+    return bool(_COMMAND_LINE.match(statement)) and not _reads_as_prose(statement)
 
 
 def _takes_command(statement: str, piece: str, gap: str) -> bool:
@@ -131,7 +142,7 @@ def _takes_command(statement: str, piece: str, gap: str) -> bool:
     if statement.endswith((":", "：")):
         return bool(CODE.search(piece)) and len(piece) <= 120
     return gap.endswith("\n") and bool(_LEADS_INTO_COMMAND.search(statement)) and len(piece) <= 80 \
-        and bool(_COMMAND_LINE.match(piece))
+        and is_command_line(piece)
 
 
 def split_statements(text: str, lines_wrap: bool = True) -> list[str]:
