@@ -58,6 +58,12 @@ documents nobody here wrote, at what `citerag bench-answers` measures.
     citerag ingest x/usr/share/doc/aptitude/html --index /tmp/apt.sqlite
     python scripts/tour.py /tmp/apt.sqlite scripts/tours/aptitude-en.tsv
 
+    # the Debian New Maintainers' Guide, its English and Japanese PDFs, for scripts/tours/maint-guide-{en,ja}.tsv
+    apt-get download maint-guide maint-guide-ja && for f in maint-guide*.deb; do dpkg -x $f x; done
+    mkdir -p mg && cp x/usr/share/doc/maint-guide/maint-guide.en.pdf mg/
+    cp x/usr/share/doc/maint-guide-ja/maint-guide.ja.pdf mg/
+    citerag ingest mg --index /tmp/mg.sqlite && python scripts/tour.py /tmp/mg.sqlite scripts/tours/maint-guide-en.tsv
+
     # how-to questions over the benchmark's own English chapters and licences, for scripts/tours/howto-en.tsv
     citerag ingest datasets/answers/docs --index /tmp/howto.sqlite
     python scripts/tour.py /tmp/howto.sqlite scripts/tours/howto-en.tsv

@@ -1124,3 +1124,18 @@ def test_how_do_i_find_a_thing_is_answered_by_the_sentence_that_says_so_and_lead
                             min_score=0.3, max_sentences=1,
                             similarity=lambda _q, texts: [0.89] * len(texts))
     assert picked[0].sentence == "To quickly find a package whose name you know, press / to open a search dialog:"
+
+
+def test_a_number_the_question_names_is_not_found_inside_a_version():
+    # The Debian New Maintainers' Guide (maint-guide, GPL-2+) has no GCC of Debian 12; "gentoo-0.9.12" held the
+    # question's "12", so the sentence on gentoo's current version answered it.
+    guide = Passage(source_id="S1", title="Debian New Maintainers' Guide", lang="en",
+                    text="If the upstream source comes as gentoo-0.9.12.tar.gz, you can take gentoo as the package "
+                         "name. The current version uses Autotools as its build structure.")
+    question = "Which version of GCC does Debian 12 ship?"
+    _, _, candidates = rank_sentences(question, [guide])
+    assert all(c.factor < 1 for c in candidates)
+    # Where the passage writes the number, it is about the question's: "Debian 12" and "12 (bookworm)".
+    named = Passage(source_id="S1", title="Release notes", lang="en",
+                    text="Debian 12 (bookworm) ships GCC 12.2 as its default compiler.")
+    assert all(c.factor == 1 for c in rank_sentences(question, [named])[2])
