@@ -1,11 +1,19 @@
 from __future__ import annotations
 
+import time
 from collections import Counter
 
 import pytest
 
-from citerag.citations.extractive import ANSWER_MIN_SCORE, _compound_terms, pick_sentences, rank_sentences
-from citerag.citations.question_kinds import WANTS_OPTION, kind_evidence
+from citerag.citations.extractive import (
+    ANSWER_MIN_SCORE,
+    _compound_terms,
+    _does_what_asked,
+    _repeats,
+    pick_sentences,
+    rank_sentences,
+)
+from citerag.citations.question_kinds import WANTS_OPTION, expansion_evidence, kind_evidence, number_evidence
 from citerag.citations.statements import ends_statement, is_command_line, runs_into_command, split_statements
 from citerag.search.passage import Passage
 from citerag.search.query import analyze
@@ -1139,3 +1147,82 @@ def test_a_number_the_question_names_is_not_found_inside_a_version():
     named = Passage(source_id="S1", title="Release notes", lang="en",
                     text="Debian 12 (bookworm) ships GCC 12.2 as its default compiler.")
     assert all(c.factor == 1 for c in rank_sentences(question, [named])[2])
+
+
+@pytest.mark.parametrize("text, lines_wrap, statements", [
+    # A heading that ends in "コマンド" is no clause leading into its command.
+    ("よく使うコマンド\n\napt update\n\nこれは説明です。", True,
+     ["よく使うコマンド", "apt update", "これは説明です。"]),
+    ("基本コマンド\nls -l", False, ["基本コマンド", "ls -l"]),
+    # After a command, only the words that run it or go on about it join it, not the next sentence.
+    ("次のコマンドを実行します:\n$ cargo build\nもしエラーが出たら、再度実行します。", True,
+     ["次のコマンドを実行します: $ cargo build", "もしエラーが出たら、再度実行します。"]),
+    ("To build, run:\n$ cargo build\nmake sure the toolchain is installed first.", True,
+     ["To build, run: $ cargo build", "make sure the toolchain is installed first."]),
+    # A text file's wrap does not carry the command on into the next sentence.
+    ("To display it, run the command\nsystemctl get-default\nDuring boot-up, systemd starts.", True,
+     ["To display it, run the command systemctl get-default", "During boot-up, systemd starts."]),
+    # A word in kana may open a sentence under a heading; a particle before a word may not.
+    ("That is all.\n\nインストール\nはじめに、rustupをダウンロードします。", True,
+     ["That is all.", "インストール", "はじめに、rustupをダウンロードします。"]),
+])
+def test_a_command_or_a_particle_joins_only_what_goes_on_from_it(text, lines_wrap, statements):
+    assert split_statements(text, lines_wrap=lines_wrap) == statements
+
+
+def test_the_command_line_is_no_command_the_statement_ends_with():
+    assert not runs_into_command("Use the command line to edit /etc/fstab")
+    assert runs_into_command("To list them, run the command ls -la")
+
+
+def test_only_a_command_is_what_this_command_points_back_to():
+    # A short lower-case line with a date's hyphens is no command; one with a command's marks, or the document's own
+    # name, is.
+    page = Passage(source_id="S1", title="Manual", lang="en",
+                   text="last updated 2024-01-05\n\nThis command will upgrade as many packages as it can upgrade "
+                        "without removing existing packages.")
+    picked = pick_sentences("Which command upgrades as many packages as it can without removing any?", [page],
+                            min_score=0.3)
+    assert [p.sentence for p in picked] == ["This command will upgrade as many packages as it can upgrade without "
+                                            "removing existing packages."]
+
+
+def test_a_dotted_number_is_not_found_in_a_longer_one():
+    question = "What changed in Rust 1.0?"
+    newer = Passage(source_id="S1", title="Rust", lang="en", text="Rust 1.05 fixed many bugs.")
+    same = Passage(source_id="S1", title="Rust", lang="en", text="Rust 1.0 fixed many bugs.")
+    assert all(c.factor < 1 for c in rank_sentences(question, [newer])[2])
+    assert all(c.factor == 1 for c in rank_sentences(question, [same])[2])
+
+
+@pytest.mark.parametrize("question, sentence, counts", [
+    ("How many years is each release supported?", "It gets security updates for five (5) years.", True),
+    ("How many years is each release supported?", "It is supported for eighteen months.", False),
+    ("How many bytes does the header take?", "The header takes 4 KiB.", True),
+    ("How many seconds does it wait?", "There is a second way to wait.", False),
+])
+def test_an_english_count_reads_the_ways_a_number_of_units_is_written(question, sentence, counts):
+    assert number_evidence(analyze(question))(sentence) is counts
+
+
+def test_an_english_count_reads_a_long_run_of_digits_in_one_pass():
+    # Each digit after a comma started a scan to the end of the run: 30 s for 100,000 characters.
+    holds = number_evidence(analyze("How many years is each release supported?"))
+    started = time.perf_counter()
+    assert not holds("1," * 50_000)
+    assert time.perf_counter() - started < 2
+
+
+def test_review_cases_of_the_abbreviation_option_and_command_rules():
+    spelt = expansion_evidence(analyze("What does the DFSG stand for?"))
+    assert spelt is not None and spelt("DFSG stands for Debian Free Software Guidelines.")
+    wide = expansion_evidence(analyze("ＤＦＳＧとは何ですか？"))
+    assert wide is not None and wide("The Debian Free Software Guidelines (DFSG) apply.")
+    assert not WANTS_OPTION.search("Which key switches to the next view?")
+    assert WANTS_OPTION.search("どのフラグを付けますか？")
+    assert not _answered("ファイルを変換するコマンドは？", "このコマンドは iPhone では使えません。", "ja")
+    # "find the version of…" asks to know, as "find out" does; "find a package" is an action.
+    assert _does_what_asked(analyze("How do I find the version of a package?")) is None
+    assert _does_what_asked(analyze("How do I find a package by name?")) is not None
+    # Japanese spaces no words: a pair holding a picked sentence repeats it character for character.
+    assert _repeats("これは文です。それも文です。", "それも文です。")

@@ -298,7 +298,7 @@ def rank_sentences(
     # Not part of a version or a decimal: "Debian 12" is not in "gentoo-0.9.12", "Rust 1.0" not in "1.05". Digits
     # around it are allowed: "2番目", "4か月" ask about numbers a passage writes otherwise, and held as a whole
     # number, 6 JaQuAD dev and test answers were refused (5 right).
-    numbers = [re.compile(rf"(?<!\d\.){re.escape(n)}(?!\.\d)")
+    numbers = [re.compile(rf"(?<![\d.]){re.escape(n)}(?!\d|\.\d)" if "." in n else rf"(?<!\d\.){re.escape(n)}(?!\.\d)")
                for n in set(_QUESTION_NUMBER.findall(normalize(query.text).replace(",", "")))]
     days = [re.compile(rf"(?<!\d){day}") for day in _QUESTION_DAY.findall(normalize(query.text))]
     for rank, p in enumerate(usable):
@@ -457,7 +457,7 @@ _NOT_ACTIONS = frozenset(tokenize(NOT_ACTIONS))
 # name in lower case ("コマンドは Windows では…" names no command).
 _CODE_WORDS_JA = "コマンド|関数|メソッド|マクロ"
 _NAMED_CODE = re.compile(rf"(?<![A-Za-z0-9_])[A-Za-z_][A-Za-z0-9_:]*(?:\(\))?(?:{_CODE_WORDS_JA})"
-                         rf"|(?:{_CODE_WORDS_JA})[はの]?\s?[a-z_][\w:.-]*(?![A-Za-z])")
+                         rf"|(?:{_CODE_WORDS_JA})[はの]?\s?[a-z_][a-z0-9_:.-]*(?![A-Za-z])")
 
 
 _KATAKANA_WORD = re.compile(r"[\u30a1-\u30fa\u30fc]{2,}")
@@ -498,7 +498,7 @@ def unknown_words(query: Query, stats: CorpusStats | None) -> list[str]:
 
 
 # "How do I find a package by name?" asks to do something, as "How do I find out…" and "…find which…" do not.
-_FINDS_A_THING = re.compile(r"(?<=find) (?:an?|the|my|your|all|every|packages?|files?)\b", re.I)
+_FINDS_A_THING = re.compile(r"(?<=find) (?:an?|packages?|files?)\b", re.I)
 
 
 def _does_what_asked(query: Query, code: bool = True) -> Callable[[str], bool] | None:
@@ -572,7 +572,21 @@ _POINTS_AT_CODE = re.compile(r"^(?:[Tt]he|[Tt]his|[Tt]hat|[Tt]hese|[Tt]hose) (?:
                              r"listing|program)\b|^(?:この|その|上の|上記の)(?:コマンド|スクリプト|コード|行)")
 
 
-def _antecedent(best: Candidate, candidates: list[Candidate]) -> Candidate | None:
+# A mark a command has against a letter ("get-default", "-l", "/etc", "a_b"); not a date's "2024-01-05".
+_COMMAND_MARK = re.compile(r"[a-z][-/_=~.][a-z]|(?<![a-z0-9])-{1,2}[a-z]|/[a-z]", re.I)
+
+
+def _names_command(line: str, title: str) -> bool:
+    """A command alone on its line, told from other short lower-case lines ("last updated 2024-01-05", "see below")
+    by a command's marks ("get-default", "--status", a path) or by the document's own name ("aptitude update" in
+    aptitude's manual)."""
+    if not is_command_line(line) or len(line.split()) < 2:
+        return False
+    name = line.lstrip("$# ").split()[0]
+    return bool(_COMMAND_MARK.search(line)) or name in normalize(title).split()
+
+
+def _antecedent(best: Candidate, candidates: list[Candidate], title: str) -> Candidate | None:
     """The statement before the best one when the best opens by pointing back to it, unless that statement is a
     heading, a caption, code or otherwise scored down more than the best (the same passage, so the same topic).
     JaQuAD dev facts 86.3% -> 87.2% (jq-1173: "その場所" is "危難の海の南西部", named just before), nothing else
@@ -584,8 +598,8 @@ def _antecedent(best: Candidate, candidates: list[Candidate]) -> Candidate | Non
     if _POINTS_AT_CODE.match(best.text):
         # A command alone on its line counts too: a list of a tool's actions sets each over what it does
         # ("aptitude safe-upgrade" / "This command will upgrade as many packages as it can…").
-        command = next((c for c in before if c.pos == c.last and (_shows_code(c.text) or is_command_line(c.text))),
-                       None)
+        command = next((c for c in before if c.pos == c.last
+                        and (_shows_code(c.text) or _names_command(c.text, title))), None)
         if command is not None:
             return command
     if not _REFERS_BACK.match(best.text):
@@ -696,7 +710,7 @@ def pick_sentences(
         # "甲陽鎮撫隊と東征軍の戦いは何と呼ばれていますか?": a sentence on the battle that calls it nothing does not say
         # what it is called, as one that states no number does not say how many.
         return []
-    antecedent = _antecedent(best, candidates) if best in picked else None
+    antecedent = _antecedent(best, candidates, usable[best.rank].title) if best in picked else None
     if antecedent is not None and not any(o.rank == antecedent.rank and o.pos <= antecedent.pos <= o.last
                                           for o in picked):
         # One more than max_sentences: it makes the best sentence readable, it answers nothing (so it is added
@@ -754,8 +768,10 @@ def _quotes(passage: Passage, quoted: list[str], lang: str) -> bool:
 
 
 def _repeats(a: str, b: str) -> bool:
-    """Whether `a` holds all of `b`, word for word (case counts: "-n" and "-N" are two options)."""
-    return f" {' '.join(b.split())} " in f" {' '.join(a.split())} "
+    """Whether `a` holds all of `b`, word for word (case counts: "-n" and "-N" are two options); Japanese, which
+    spaces no words, character for character."""
+    a, b = " ".join(a.split()), " ".join(b.split())
+    return f" {b} " in f" {a} " or (bool(b) and is_cjk(b[0]) and b in a)
 
 
 def embedding_similarity(embedder) -> Similarity:

@@ -4,6 +4,7 @@ what a sentence that answers it holds."""
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable
 
 from citerag.citations.statements import LEADING_ENUMERATOR
@@ -71,12 +72,17 @@ _NOT_COUNTS = re.compile(r"(?<![\d一二三四五六七八九十百千万億])(?
 
 _COUNTED = {counter: re.compile(_NUMERAL + "(?:" + units + ")") for counter, units in _COUNTERS.items()}
 # English counts a unit as Japanese does with a counter: "How many years is each release supported?" is answered by
-# a number of years ("for three years", "a two-year"), not by "one purpose" in a sentence on security updates.
+# a number of years ("for three years", "five (5) years", "a two-year"), not by "one purpose" in a sentence on
+# security updates. Bytes may be counted in their multiples ("4 KiB"), as バイト is; "a second way" counts no time.
 _UNITS_EN = ("year", "month", "week", "day", "hour", "minute", "second", "bit", "byte")
 _WANTS_UNITS_EN = re.compile(rf"\bhow many ({'|'.join(_UNITS_EN)})s?\b", re.I)
-_NUMERAL_EN = (r"(?:\d[\d,.]*|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty"
-               r"|thirty|forty|fifty|sixty|ninety|hundred|thousand|several|few)[\s-]?")
-_COUNTED_EN = {unit: re.compile(rf"\b{_NUMERAL_EN}{unit}s?\b") for unit in _UNITS_EN}
+_NUMBER_WORDS = ("one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen"
+                 "|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred"
+                 "|thousand|million|dozen|several|few")
+# Possessive, and not inside a run of digits: a page of "1,1,1,…" is scanned once, not once from every digit.
+_NUMERAL_EN = rf"(?:(?<![\d,.])\d[\d,.]*+|\b(?:{_NUMBER_WORDS})|\ban?(?! second))(?:\s?\(\d+\))?[\s-]?"
+_COUNTED_EN = {unit: re.compile(rf"{_NUMERAL_EN}{unit}s?\b" + (r"|\d\s?[kmgt]i?b\b" if unit == "byte" else ""))
+               for unit in _UNITS_EN}
 
 
 def _units_in(pattern: re.Pattern[str]) -> Callable[[str], bool]:
@@ -184,8 +190,8 @@ TYPE = re.compile(r"(?<![A-Za-z0-9_])(?:[A-Za-z_][A-Za-z0-9_:<>&]*型|[A-Z][A-Za
 # Not the verb: "Which key flags the selected package to be purged?", "…switches the view?" ask for a key, as
 # "…に完全削除のフラグを立てるキーは？" does.
 WANTS_OPTION = re.compile(r"\b(which|what) (?:[\w.-]+ ){0,2}(?:option|flag|switch)(?:es|s)?\b"
-                          r"(?! (?:the|a|an|this|that|these|those|each|every|all|its|their|it|them)\b)"
-                          r"|オプション|フラグ(?!を立て|が立)", re.I)
+                          r"(?! (?:the|a|an|this|that|these|those|each|every|all|its|their|it|them|to|between"
+                          r"|on|off|from|into)\b)|オプション|フラグ(?!を立て|が立)", re.I)
 OPTION = re.compile(r"(?:^|[\s(\[,'\"`])--?[A-Za-z0-9]")
 OPTION_WORDS = frozenset(term_id(t) for t in tokenize("option options flag flags switch switches オプション フラグ"))
 # What a thing is called, asked in Japanese: "…を何と呼びますか", "何といいますか", "…を何というか"; not "何という会社"
@@ -253,7 +259,7 @@ def kind_evidence(query: Query) -> Callable[[str], bool] | None:
 # spells it out, which writes it in brackets after its words ("…are provided in The Debian Free Software Guidelines
 # (DFSG)", "Debian フリーソフトウェアガイドライン (DFSG) で…"), as "how many" is by a number; a sentence that only uses
 # it ("packages which are DFSG-free…") ranked first.
-_ASKS_ABBREVIATION = re.compile(r"\b(?i:what (?:does|do|did)) ([A-Z][A-Z0-9]{1,7})s? stands? for\b"
+_ASKS_ABBREVIATION = re.compile(r"\b(?i:what (?:does|do|did) (?:the |an? )?)([A-Z][A-Z0-9]{1,7})s? stands? for\b"
                                 r"|^\s*(?i:what (?:is|are) (?:an? |the )?)([A-Z][A-Z0-9]{1,7})s?\s*[?？]\s*$"
                                 r"|(?<![A-Za-z0-9])([A-Z][A-Z0-9]{1,7})\s?(?:とは|って)\s?(?:何|なん)"
                                 r"|(?<![A-Za-z0-9])([A-Z][A-Z0-9]{1,7})\s?は\s?(?:何|なん)の(?:略|頭字語)")
@@ -261,9 +267,9 @@ _ASKS_ABBREVIATION = re.compile(r"\b(?i:what (?:does|do|did)) ([A-Z][A-Z0-9]{1,7
 
 def expansion_evidence(query: Query) -> Callable[[str], bool] | None:
     """What tells a sentence spells out the abbreviation the question asks about; None for other questions."""
-    asked = _ASKS_ABBREVIATION.search(query.text)
+    asked = _ASKS_ABBREVIATION.search(unicodedata.normalize("NFKC", query.text))  # "ＤＦＳＧ" is "DFSG"
     if not asked:
         return None
-    abbreviation = next(group for group in asked.groups() if group)
-    spelt = re.compile(rf"[^\s(（]\s?[(（]{re.escape(abbreviation)}[)）]")
-    return lambda text: bool(spelt.search(text))
+    abbreviation = re.escape(next(group for group in asked.groups() if group))
+    spelt = re.compile(rf"[^\s(（]\s?[(（]{abbreviation}[)）]|\b{abbreviation} (?:stands for|is short for)\b")
+    return lambda text: bool(spelt.search(unicodedata.normalize("NFKC", text)))

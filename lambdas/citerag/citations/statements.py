@@ -93,9 +93,10 @@ def is_row(statement: str) -> bool:
         or _is_setting(statement)
 
 
-# Particles no Japanese sentence opens with: a line that goes on with one ("Debian\nのサーバから入手可能な…", as an
-# HTML page wraps its source) is the start of the sentence, as a line that goes on in lower case is.
-_PARTICLES = tuple("のをにはがへ")
+# A particle before a word, which no Japanese sentence opens with: a line that goes on with one ("Debian\nのサーバ
+# から入手可能な…", as an HTML page wraps its source) is the start of the sentence, as a line that goes on in lower
+# case is. Not a word in kana that opens one ("はじめに、…", "のちほど").
+_GOES_ON_JA = re.compile(r"^[のをにはがへ](?![\u3040-\u309f])")
 
 
 def _heading_line(line: str, opens_paragraph: bool, after: str) -> bool:
@@ -104,7 +105,7 @@ def _heading_line(line: str, opens_paragraph: bool, after: str) -> bool:
     lower case ("The filter\nis washable."). Inside a paragraph a short line is a sentence wrapped early
     ("フィルターは水洗い\nできません。"). Nor is a command-line option over its description."""
     return opens_paragraph and len(line) <= HEADING_LINE_CHARS and not line.endswith((",", "、", "，")) \
-        and not after[:1].islower() and not after.startswith(_PARTICLES) and not _OPTION_TERM.match(line)
+        and not after[:1].islower() and not _GOES_ON_JA.match(after) and not _OPTION_TERM.match(line)
 
 
 # Six plain words or more: prose that names a command ("For example:\ncargo install will select the latest
@@ -121,12 +122,15 @@ def _reads_as_prose(line: str) -> bool:
 # target…, run the command\nsystemctl get-default", "…を得るには、コマンド\ndpkg --status パッケージ名\nを実行します。",
 # as DocBook prints an inline command): cut at the line break, the sentence was a fragment and the command no
 # statement at all, so neither answered "how do I display the default target?".
-_LEADS_INTO_COMMAND = re.compile(r"(?:\b(?:the|this|following) commands?|コマンド)$", re.I)
+# In Japanese the word follows a clause ("…を得るには、コマンド", "以下のコマンド"), not a heading ("よく使うコマンド").
+_LEADS_INTO_COMMAND = re.compile(r"(?:\b(?:the|this|following) commands?"
+                                 r"|(?:[、，,]\s?|(?:以下|次|下記)の\s?)コマンド)$", re.I)
 # The command: a few words, the first a lower-case name in Latin script, not prose (a placeholder may be Japanese:
 # "パッケージ名"); not a heading ("Updating the package list").
 _COMMAND_LINE = re.compile(r"^[$#]?\s?[a-z./][\w./:+=*'-]*(?:\s+[^\s。]+){0,5}(?<![.。])$")
-# What goes on after the command: Japanese runs on from a particle ("を実行します。"), English in lower case.
-_AFTER_COMMAND = re.compile(r"^(?:[をでとがにはも]|[a-z]).*[。.]$")
+# What goes on after the command: the verb that runs it ("を実行します。", "と入力してください。") or, in English, the
+# words that go on about it ("using the name of the service file.").
+_AFTER_COMMAND = re.compile(r"^(?:[をと](?:実行|入力|打|使|指定)|(?:using|with|to|in|from|as|where|for)\b).*[。.]$")
 
 
 def is_command_line(statement: str) -> bool:
@@ -172,6 +176,12 @@ def split_statements(text: str, lines_wrap: bool = True) -> list[str]:
         elif out and same_line and out[-1].rstrip("”’\"')").endswith((".", "!", "?")) \
                 and (piece[:1].islower() or piece[:1].isdigit()):
             out[-1] = f"{out[-1]} {piece}"
+        elif out and _takes_command(out[-1], piece, gap):
+            # Before a text file's wrap: the command ends the statement ("…run the command\nsystemctl get-default
+            # \nDuring boot-up…" is two).
+            out[-1] = f"{out[-1]} {piece}"
+            code_end = True
+            continue
         elif out and wrapped and not code_end and not out[-1].endswith((*_TERMINAL, "?", "？", ":", "：", ";")) \
                 and not looks_like_heading(out[-1]) and not _heading_line(out[-1], paragraph[-1], piece) \
                 and not _opens_row(out[-1], piece):
@@ -179,10 +189,6 @@ def split_statements(text: str, lines_wrap: bool = True) -> list[str]:
             # is still one sentence. Japanese wraps anywhere, so its line break is no space; between Latin and
             # Japanese it is one, as a page renders it ("-f, --ignore-case\n大文字・小文字を区別しない").
             out[-1] += ("" if is_cjk(out[-1][-1]) and is_cjk(piece[0]) else " ") + piece
-        elif out and _takes_command(out[-1], piece, gap):
-            out[-1] = f"{out[-1]} {piece}"
-            code_end = True
-            continue
         elif out and code_end and gap.endswith("\n") and len(piece) <= 200 and _AFTER_COMMAND.match(piece):
             out[-1] = f"{out[-1]} {piece}"
         else:
@@ -235,9 +241,11 @@ def is_code_line(statement: str) -> bool:
 
 
 # The end of a statement that leads into its command without a colon (`_LEADS_INTO_COMMAND`): a command with the
-# marks a command has ("get-default", "--status", a path), not "the command line interface" cut at a page break.
-_ENDS_WITH_COMMAND = re.compile(r"(?:\b(?:the|this|following) commands?|コマンド) [$#]?\s?[A-Za-z./][^\s。]*"
-                                r"(?:\s+[^\s。]+){0,5}$", re.I)
+# marks a command has in its first words ("get-default", "--status", a path), not "the command line interface" cut
+# at a page break nor "Use the command line to edit /etc/fstab".
+_ENDS_WITH_COMMAND = re.compile(r"(?:\b(?:the|this|following) commands?|コマンド) (?!(?:line|prompt|name|output"
+                                r"|history|shell|is|was|to|and|or)\b)([$#]?\s?[a-z./][^\s。]*(?:\s+[^\s。]+)?)"
+                                r"(?:\s+[^\s。]+){0,4}$", re.I)
 
 
 def runs_into_command(text: str) -> bool:
@@ -246,7 +254,7 @@ def runs_into_command(text: str) -> bool:
     if text.endswith((*_TERMINAL, "?", "？")):
         return False  # "…only if they are on the command line." ends a sentence
     tail = _ENDS_WITH_COMMAND.search(text[-120:])
-    return tail is not None and bool(re.search(r"[-/.$_=]", tail.group()))
+    return tail is not None and bool(re.search(r"[-/.$_=]", tail.group(1)))
 
 
 def ends_statement(text: str) -> bool:
