@@ -64,6 +64,11 @@ documents nobody here wrote, at what `citerag bench-answers` measures.
     cp x/usr/share/doc/maint-guide-ja/maint-guide.ja.pdf mg/
     citerag ingest mg --index /tmp/mg.sqlite && python scripts/tour.py /tmp/mg.sqlite scripts/tours/maint-guide-en.tsv
 
+    # A Brief History of Debian, its English and Japanese PDFs, for scripts/tours/debian-history-{en,ja}.tsv
+    apt-get download debian-history && dpkg -x debian-history_*.deb x && mkdir -p dh
+    cp x/usr/share/doc/debian-history/docs/project-history.{en,ja}.pdf dh/ && citerag ingest dh --index /tmp/dh.sqlite
+    python scripts/tour.py /tmp/dh.sqlite scripts/tours/debian-history-en.tsv
+
     # how-to questions over the benchmark's own English chapters and licences, for scripts/tours/howto-en.tsv
     citerag ingest datasets/answers/docs --index /tmp/howto.sqlite
     python scripts/tour.py /tmp/howto.sqlite scripts/tours/howto-en.tsv

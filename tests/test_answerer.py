@@ -1226,3 +1226,21 @@ def test_review_cases_of_the_abbreviation_option_and_command_rules():
     assert _does_what_asked(analyze("How do I find a package by name?")) is not None
     # Japanese spaces no words: a pair holding a picked sentence repeats it character for character.
     assert _repeats("これは文です。それも文です。", "それも文です。")
+
+
+def test_a_word_the_question_writes_closed_matches_it_written_open():
+    # "A Brief History of Debian" (debian-history, GPL-2+): the release that answers says "code name", the ones
+    # that do not say "codenamed", which held the question's word.
+    history = Passage(source_id="S1", title="A Brief History of Debian", lang="en",
+                      text="Debian 1.1 Buzz (June 17th, 1996): This was the first Debian release with a code name.")
+    later = Passage(source_id="S2", title="A Brief History of Debian", lang="en",
+                    text="The unstable distribution is always codenamed sid.")
+    picked = pick_sentences("What was the codename of Debian 1.1?", [later, history], min_score=0.3,
+                            max_sentences=1)
+    assert [p.source_id for p in picked] == ["S1"]
+    # It holds every word of the question, "codename" among them.
+    assert rank_sentences("What was the codename of Debian 1.1?", [history])[2][0].lexical == 1.0
+    # Not two words that only run together by chance, nor in a Japanese question.
+    _, _, candidates = rank_sentences("What was the codename of Debian 1.1?", [Passage(
+        source_id="S1", title="x", lang="en", text="The code for the name is short.")])
+    assert all(c.lexical == 0 for c in candidates)

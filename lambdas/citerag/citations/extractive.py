@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 
@@ -230,6 +231,26 @@ def _terms(text: str, operators: bool, symbols: dict[str, set[int]] | None = Non
     return terms | _operator_terms(text) if operators else terms
 
 
+# A word the question writes closed that a sentence writes open ("codename" and "code name", "filename" and "file
+# name", "username" and "user name"): "What was the codename of Debian 1.1?" lost "Debian 1.1 Buzz (…): This was
+# the first Debian release with a code name." to sentences on other releases that say "codenamed".
+_LATIN_WORDS = re.compile(r"[a-z]+")
+
+
+def _closed_compounds(query: Query, q: set[int]) -> dict[str, int]:
+    """The question's long English words that carry its subject, each with its term."""
+    if query.lang != "en":
+        return {}
+    words = {w: term_id(t[0]) for w in _LATIN_WORDS.findall(normalize(query.text)) if len(w) >= 6
+             for t in [tokenize(w)] if t}
+    return {w: t for w, t in words.items() if t in q}
+
+
+def _open_compounds(text: str, closed: dict[str, int]) -> set[int]:
+    words = _LATIN_WORDS.findall(normalize(text))
+    return {closed[a + b] for a, b in pairwise(words) if a + b in closed}
+
+
 def content_terms(query: Query) -> set[int]:
     """The question's terms that carry its subject. In Japanese, bigrams with hiragana are mostly grammar
     ("すか", "か迷"): rare enough to weigh a lot, yet an answer phrased differently never holds them."""
@@ -291,6 +312,7 @@ def rank_sentences(
     wants_name = bool(WANTS_NAME.search(query.text))
     says = _does_what_asked(query, code=False)
     symbols = _named_symbols(query)
+    closed = _closed_compounds(query, q)
     # Which command or option is asked for is told by code and option rows already ("どのオプション": "-c, --count").
     names_kind = None if wants_code or WANTS_OPTION.search(query.text) else kind_evidence(query)
     spells_out = expansion_evidence(query)
@@ -356,6 +378,8 @@ def rank_sentences(
                 # Too short to be a statement, or a question (FAQ headings restate the user's question).
                 continue
             held = _terms(text, bool(operators), symbols) & q
+            if closed:
+                held |= _open_compounds(text, closed)
             if held:
                 # Only for a sentence that holds a term of the question itself: the heading says what it is about,
                 # not that it bears on the question ("Batteries are sold separately." under "Warranty > Camera bag").
