@@ -163,6 +163,16 @@ _QUESTION_NUMBER = re.compile(r"\d+(?:\.\d+)*")
 _QUESTION_DAY = re.compile(r"(?<!\d)\d{1,2}月\d{1,2}日")
 MISSING_NUMBER_FACTOR = 0.6
 
+
+def _as_named(number: str) -> re.Pattern[str]:
+    """The question's number as a passage names it: not inside a version or a decimal ("Debian 12" is not in
+    "gentoo-0.9.12", "Rust 1.0" not in "1.05"). Beside other digits a plain number still counts ("2番目", "4か月" ask
+    about numbers a passage writes otherwise; held as a whole number, 6 JaQuAD dev and test answers were refused, 5
+    of them right)."""
+    if "." in number:
+        return re.compile(rf"(?<![\d.]){re.escape(number)}(?!\d|\.\d)")
+    return re.compile(rf"(?<!\d\.){re.escape(number)}(?!\.\d)")
+
 _HIRAGANA = re.compile(r"[\u3040-\u309f]")
 # What a Japanese question asks with, not about: 何/誰 ("何年", "誰か") and the words of "what does X mean" or
 # "how do I", like _FILLER's "mean" and "way" in English.
@@ -317,11 +327,7 @@ def rank_sentences(
     names_kind = None if wants_code or WANTS_OPTION.search(query.text) else kind_evidence(query)
     spells_out = expansion_evidence(query)
     raw: list[tuple[int, int, int, str, float, float, float, float]] = []
-    # Not part of a version or a decimal: "Debian 12" is not in "gentoo-0.9.12", "Rust 1.0" not in "1.05". Digits
-    # around it are allowed: "2番目", "4か月" ask about numbers a passage writes otherwise, and held as a whole
-    # number, 6 JaQuAD dev and test answers were refused (5 right).
-    numbers = [re.compile(rf"(?<![\d.]){re.escape(n)}(?!\d|\.\d)" if "." in n else rf"(?<!\d\.){re.escape(n)}(?!\.\d)")
-               for n in set(_QUESTION_NUMBER.findall(normalize(query.text).replace(",", "")))]
+    numbers = [_as_named(n) for n in set(_QUESTION_NUMBER.findall(normalize(query.text).replace(",", "")))]
     days = [re.compile(rf"(?<!\d){day}") for day in _QUESTION_DAY.findall(normalize(query.text))]
     for rank, p in enumerate(usable):
         spans = split_statements(p.text, lines_wrap=p.page is None)
@@ -707,7 +713,7 @@ def pick_sentences(
         if not about[c.rank]:
             continue  # "sortで大文字と小文字を区別しないオプションは？": find's "-iname" is not sort's, however close
         if not any((c.rank == o.rank and c.pos <= o.last and o.pos <= c.last) or _repeats(c.text, o.text)
-                   or _repeats(o.text, c.text) for o in picked):
+                   for o in picked):
             # A runner-up that does not overlap the sentences already in the answer, nor repeat one that another
             # document words the same (two licences share a clause: the answer said it twice; a translation that
             # leaves a paragraph in English holds the English manual's sentence, which came again with its
@@ -792,10 +798,11 @@ def _quotes(passage: Passage, quoted: list[str], lang: str) -> bool:
 
 
 def _repeats(a: str, b: str) -> bool:
-    """Whether `a` holds all of `b`, word for word (case counts: "-n" and "-N" are two options); Japanese, which
-    spaces no words, character for character."""
+    """Whether either statement holds all of the other, word for word (case counts: "-n" and "-N" are two options);
+    Japanese, which spaces no words, character for character."""
     a, b = " ".join(a.split()), " ".join(b.split())
-    return f" {b} " in f" {a} " or (bool(b) and is_cjk(b[0]) and b in a)
+    short, long = sorted((a, b), key=len)
+    return f" {short} " in f" {long} " or (bool(short) and is_cjk(short[0]) and short in long)
 
 
 def embedding_similarity(embedder) -> Similarity:
