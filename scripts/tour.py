@@ -69,6 +69,17 @@ documents nobody here wrote, at what `citerag bench-answers` measures.
     cp x/usr/share/doc/debian-history/docs/project-history.{en,ja}.pdf dh/ && citerag ingest dh --index /tmp/dh.sqlite
     python scripts/tour.py /tmp/dh.sqlite scripts/tours/debian-history-en.tsv
 
+    # why-questions over four of the manuals above in one index (the FAQ, the maintainers' guide, the history and
+    # the Debian Reference's chapters 3, 4 and 8, each in English and Japanese), for scripts/tours/why-{en,ja}.tsv
+    mkdir -p why/faq/ja why/mg why/dh why/dr && cp faq/debian-faq.en.pdf why/faq/ && cp faq/ja/*.html why/faq/ja/
+    cp mg/*.pdf why/mg/ && cp dh/*.pdf why/dh/ && cp dr-en/* dr-ja/* why/dr/
+    citerag ingest why --index /tmp/why.sqlite && python scripts/tour.py /tmp/why.sqlite scripts/tours/why-en.tsv
+    # and over the Debian Edu 12 manual and aptitude's (English and Japanese), for scripts/tours/why2-{en,ja}.tsv
+    mkdir -p why2/edu/en why2/edu/ja why2/apt && cp -r x/usr/share/doc/aptitude/html/{en,ja} why2/apt/
+    cp x/usr/share/doc/debian-edu-doc-en/debian-edu-bookworm-manual.pdf why2/edu/en/
+    cp x/usr/share/doc/debian-edu-doc-ja/debian-edu-bookworm-manual.pdf why2/edu/ja/
+    citerag ingest why2 --index /tmp/why2.sqlite && python scripts/tour.py /tmp/why2.sqlite scripts/tours/why2-en.tsv
+
     # how-to questions over the benchmark's own English chapters and licences, for scripts/tours/howto-en.tsv
     citerag ingest datasets/answers/docs --index /tmp/howto.sqlite
     python scripts/tour.py /tmp/howto.sqlite scripts/tours/howto-en.tsv

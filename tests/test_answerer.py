@@ -13,7 +13,13 @@ from citerag.citations.extractive import (
     pick_sentences,
     rank_sentences,
 )
-from citerag.citations.question_kinds import WANTS_OPTION, expansion_evidence, kind_evidence, number_evidence
+from citerag.citations.question_kinds import (
+    WANTS_OPTION,
+    expansion_evidence,
+    kind_evidence,
+    number_evidence,
+    reason_evidence,
+)
 from citerag.citations.statements import ends_statement, is_command_line, runs_into_command, split_statements
 from citerag.search.passage import Passage
 from citerag.search.query import analyze
@@ -1244,3 +1250,58 @@ def test_a_word_the_question_writes_closed_matches_it_written_open():
     _, _, candidates = rank_sentences("What was the codename of Debian 1.1?", [Passage(
         source_id="S1", title="x", lang="en", text="The code for the name is short.")])
     assert all(c.lexical == 0 for c in candidates)
+
+
+# The Debian FAQ (debian-faq 11.1), the Debian New Maintainers' Guide (maint-guide-ja 1.2.53, GPL-2+) and A Brief
+# History of Debian (debian-history 2.28, GPL-2+), as their pages read once loaded.
+@pytest.mark.parametrize("question, lang, reason, restated", [
+    ("Why is there no security update repository for the unstable distribution?", "en",
+     "Currently Debian offers security updates for testing but not for unstable, as fixes in unstable are directly "
+     "made to the main archive.",
+     "So if you are running unstable make sure that you remove the lines relating to security updates in "
+     "/etc/apt/sources.list."),
+    ("作業中は debian/changelog のディストリビューションを UNRELEASED にしておくのはなぜですか？", "ja",
+     "パッケージの完成前にパッケージが間違ってアップロードされることを防ぐために、ディストリビューションの値を無効な値 "
+     "UNRELEASED に変更するよう推奨します。",
+     "すべての変更に満足しそれらを changelog 記録した時点で、ディストリビューションの値を UNRELEASED からターゲット"
+     "ディストリビューションの値 unstable へと変更すべきです。"),
+])
+def test_a_why_question_is_answered_by_the_sentence_that_gives_the_reason(question, lang, reason, restated):
+    # The sentence that restates what is asked about shares more of its words, and the model rated it closer.
+    page = [Passage(source_id="S1", title="Guide", lang=lang, text=f"{reason}\n\n{restated}")]
+    picked = pick_sentences(question, page, min_score=0.3, max_sentences=1,
+                            similarity=_model_prefers(restated, over=reason, high=0.93, low=0.90))
+    assert picked and picked[0].sentence.startswith(reason)
+
+
+@pytest.mark.parametrize("question, lang, text", [
+    ("Why did Corel sell its Linux division in 2001?", "en",
+     "In that period, some of the companies that were shipping modified versions of Debian closed down. Corel sold "
+     "its Linux division in the first quarter of 2001, Stormix declared bankruptcy on January 17th 2001."),
+    ("Corel が 2001 年に Linux 部門を売却したのはなぜですか？", "ja",
+     "この期間に、Debian のモディファイ版を出荷していた企業のいくつかが、消えてなくなりました。Corel は 2001 年の"
+     "第 1 四半期に同社の Linux 部門を売却し、Stormix は 2001 年 1 月 17 日に破産を宣告しました。"),
+])
+def test_a_why_question_is_refused_when_no_sentence_gives_a_reason(question, lang, text):
+    # The history says Corel sold it, and not why: that sentence answered the question.
+    assert not _answered(question, text, lang)
+    assert _answered(question.replace("Why did Corel sell", "When did Corel sell")
+                     .replace("売却したのはなぜですか", "売却したのはいつですか"), text, lang)
+
+
+def test_what_gives_a_reason():
+    gives = reason_evidence(analyze("Why should the short description be kept short?"))
+    assert gives is not None
+    for reason in ("Terminals are conventionally 80 columns wide so this shouldn’t be longer than 60 characters.",
+                   "This is necessary to avoid circular dependencies.", "The purpose of these codenames is…",
+                   "Not for unstable, as fixes in unstable are made to the main archive.", "This is because of UTF-32.",
+                   "循環依存を避けるために必要です。", "4バイトを消費するからです。",
+                   "予測可能性を提供するためでした。"):
+        assert gives(reason), reason
+    # Words that are also a reason's, here saying none: a time, a role, an example, a place, a manner, a use.
+    for none in ("Debian has existed since 1993.", "Run it as root.", "Tools such as dpkg are used.",
+                 "So many packages are there.", "東京から来ました。", "次のように設定します。",
+                 "バイナリ配布のための仕組みが必要だと気がつきました。"):
+        assert not gives(none), none
+    assert reason_evidence(analyze("How do I build a package?")) is None
+    assert reason_evidence(analyze("Debian がバグ追跡システムを整備している理由は何ですか？")) is not None

@@ -34,6 +34,7 @@ from citerag.citations.question_kinds import (
     expansion_evidence,
     kind_evidence,
     number_evidence,
+    reason_evidence,
 )
 from citerag.citations.statements import (
     CAPTION,
@@ -326,6 +327,7 @@ def rank_sentences(
     # Which command or option is asked for is told by code and option rows already ("どのオプション": "-c, --count").
     names_kind = None if wants_code or WANTS_OPTION.search(query.text) else kind_evidence(query)
     spells_out = expansion_evidence(query)
+    gives_reason = reason_evidence(query)
     raw: list[tuple[int, int, int, str, float, float, float, float]] = []
     numbers = [_as_named(n) for n in set(_QUESTION_NUMBER.findall(normalize(query.text).replace(",", "")))]
     days = [re.compile(rf"(?<!\d){day}") for day in _QUESTION_DAY.findall(normalize(query.text))]
@@ -423,6 +425,8 @@ def rank_sentences(
             if names_kind is not None and names_kind(text):
                 bonus += 0.1
             if spells_out is not None and spells_out(text):
+                bonus += 0.1
+            if gives_reason is not None and gives_reason(text):
                 bonus += 0.1
             raw.append((rank, first, last, text, lexical, factor, bonus, own))
     if not raw:
@@ -677,6 +681,12 @@ def pick_sentences(
         # too ("ユニット型"). Rust-book Japanese test facts 65.2% -> 69.6% (ja-042), nothing else moved; no dev, JaQuAD
         # or tour question changed outcome.
         candidates = _close_runners_up(candidates, lambda c: bool(TYPE.search(c.text))) or candidates
+    gives_reason = reason_evidence(query) if floor > 0 else None
+    if candidates and gives_reason is not None:
+        # A sentence that gives a reason, if one scores as a runner-up would: the sentences that restate what is
+        # asked about share more of its words ("…UNRELEASED からターゲットディストリビューション値 unstable へ…"
+        # above "…間違ってアップロードされることを防ぐために、…UNRELEASED に変更する…").
+        candidates = _close_runners_up(candidates, lambda c: gives_reason(c.text)) or candidates
     # The gate reads the best sentence's evidence without the title. Reading that of the pair the answer may show
     # instead (`_widened`) changed no dev figure but refused 3 more of bench-agent's answerable questions (92.5% ->
     # 91.0% answered, 91.0% -> 89.5% citing the gold answer).
@@ -739,6 +749,10 @@ def pick_sentences(
     if floor > 0 and WANTS_CALLED.search(query.text) and not any(NAMES.search(c.text) for c in picked):
         # "甲陽鎮撫隊と東征軍の戦いは何と呼ばれていますか?": a sentence on the battle that calls it nothing does not say
         # what it is called, as one that states no number does not say how many.
+        return []
+    if gives_reason is not None and not any(gives_reason(c.text) for c in picked):
+        # "Why did Corel sell its Linux division in 2001?": the sentence that says it did, and gives no reason, does
+        # not say why.
         return []
     antecedent = _antecedent(best, candidates, usable[best.rank].title) if best in picked else None
     if antecedent is not None and not any(o.rank == antecedent.rank and o.pos <= antecedent.pos <= o.last

@@ -273,3 +273,41 @@ def expansion_evidence(query: Query) -> Callable[[str], bool] | None:
     abbreviation = re.escape(next(group for group in asked.groups() if group))
     spelt = re.compile(rf"[^\s(（]\s?[(（]{abbreviation}[)）]|\b{abbreviation} (?:stands for|is short for)\b")
     return lambda text: bool(spelt.search(unicodedata.normalize("NFKC", text)))
+
+
+# "Why did Corel sell its Linux division?", "なぜ…ですか？", "…の理由は？": a question for a reason is answered by a
+# sentence that gives one, and a reason is mostly said as one: "because", "so that", "in order to", "to avoid", "the
+# purpose of", "ため", "ので", "からです". A sentence that restates what the question asks about ("Corel sold its Linux
+# division in the first quarter of 2001") gives no reason, as one that states no number says not how many. "How come"
+# asks the same; "What is the purpose of…" and "何のために" ask for a purpose, which is a reason.
+_WANTS_REASON = re.compile(r"^\s*why\b|\bwhy (?:is|are|was|were|do|does|did|can|can't|cannot|should|shouldn't|would"
+                           r"|must|has|have|not|isn't|aren't|doesn't|don't|didn't)\b|\bhow come\b"
+                           r"|\bfor what (?:reason|purpose)\b|\bwhat (?:is|was|are|were) the (?:reasons?|purpose|cause"
+                           r"|point|rationale) (?:of|for|behind|that|why)\b|\bwhat (?:causes|caused)\b"
+                           r"|なぜ|何故|どうして|理由|何の(?:ため|目的)|目的は|原因は", re.I)
+# English causal and purpose connectives; "since" and "as" only where they open a clause ("since 1993", "such as" and
+# "as root" give none), "so" only before one ("wide so this shouldn't be longer": "so many" is a quantity); "から"
+# only after a verb or an adjective (東京から is "from Tokyo"), "ように" only after one (次のように is "as follows").
+_CLAUSE_VERB = (r"(?:(?:is|are|was|were|has|have|had|do|does|did|can|could|would|must|may|might|should)(?:n['’]t)?"
+                r"|will|won['’]t|can['’]t)")
+_REASON = re.compile(
+    r"\b(?:because|due to|owing to|thanks to|on account of|caused by|as a (?:result|consequence)|result(?:s|ed|ing)? in"
+    r"|in order (?:to|that)|so (?:that|as to)"
+    r"|(?:the|its|their|main|whole) (?:reasons?|purpose|aim|goal|point) (?:of|for|is|was|why|behind)"
+    r"|reasons? (?:is|was) that|this is why|that is why|that's why|(?:for|with) (?:this|that|these"
+    r"|those|security|historical|performance|legal|practical|technical|compatibility) (?:reasons?|purposes?)"
+    r"|therefore|thus|hence|consequently|otherwise|for compatibility|to (?:avoid|prevent|ensure|make sure|protect"
+    r"|reduce|minimi[sz]e|guarantee)|(?:makes?|made|making) it (?:\w+ )?(?:possible|impossible|easier|harder"
+    r"|difficult|simpler|safer)|(?:^|[,;:(] ?)(?:since|as) (?:[\w'’-]+ ){1,6}" + _CLAUSE_VERB
+    + r"|so (?:this|that|these|those|it|they|there|you|we|he|she|the|a|an|no|one|users?|people) (?:[\w'’-]+ ){0,3}"
+    r"(?:" + _CLAUSE_VERB + r"|cannot|need|needs|gets?))\b"
+    r"|ため(?!の)|ので|[いるたうくすつぬむぶぐだ]から(?:[、。,]|です|でし|だ|では)|ですから|ますから|理由|原因|目的|せいで|おかげで"
+    r"|(?:る|ない)ように(?:し|、)|を(?:避け|防ぐ|防ぎ|防止)|結果",
+    re.I | re.M)
+
+
+def reason_evidence(query: Query) -> Callable[[str], bool] | None:
+    """What tells a sentence gives a reason, for a question that asks why; None for other questions."""
+    if not _WANTS_REASON.search(query.text):
+        return None
+    return lambda text: bool(_REASON.search(text))
