@@ -1295,13 +1295,38 @@ def test_what_gives_a_reason():
     for reason in ("Terminals are conventionally 80 columns wide so this shouldn’t be longer than 60 characters.",
                    "This is necessary to avoid circular dependencies.", "The purpose of these codenames is…",
                    "Not for unstable, as fixes in unstable are made to the main archive.", "This is because of UTF-32.",
+                   "There are two reasons for keeping it short:", "It failed, which is why it was renamed.",
                    "循環依存を避けるために必要です。", "4バイトを消費するからです。",
-                   "予測可能性を提供するためでした。"):
+                   "予測可能性を提供するためでした。", "赤字が続いたことから、売却しました。",
+                   "鍵が期限切れなので、失敗します。", "変更の結果、速くなりました。"):
         assert gives(reason), reason
-    # Words that are also a reason's, here saying none: a time, a role, an example, a place, a manner, a use.
+    # Words that are also a reason's, here saying none: a time, a role, an example, a place, a manner, a use, a
+    # table's results, an aside, a destination, a trial.
     for none in ("Debian has existed since 1993.", "Run it as root.", "Tools such as dpkg are used.",
-                 "So many packages are there.", "東京から来ました。", "次のように設定します。",
-                 "バイナリ配布のための仕組みが必要だと気がつきました。"):
+                 "So many packages are there.", "As you can see, it works.", "As of Debian 9 the default is systemd.",
+                 "Unless otherwise noted, the files are GPL.", "Thus far, none.",
+                 "The results in the table are sorted.", "The point of contact is the team.",
+                 "Thanks to all contributors.", "東京から来ました。", "次のように設定します。",
+                 "バイナリ配布のための仕組みが必要だと気がつきました。", "検索結果は次の通りです。",
+                 "目的のファイルを開きます。", "ためしに実行します。", "これは設定用のものです。"):
         assert not gives(none), none
-    assert reason_evidence(analyze("How do I build a package?")) is None
-    assert reason_evidence(analyze("Debian がバグ追跡システムを整備している理由は何ですか？")) is not None
+
+
+@pytest.mark.parametrize("question", [
+    "Why did Corel sell its Linux division?", "Can you tell me why the build fails?", "How come it fails?",
+    "What's the reason for the freeze?", "Is there a reason the key expired?", "ビルドが失敗するのはなぜですか？",
+    "なんでビルドが失敗するの？", "フリーズを採用した理由は何ですか？", "どうして 1.1 になったのですか？",
+])
+def test_a_question_that_asks_why(question):
+    assert reason_evidence(analyze(question)) is not None
+
+
+@pytest.mark.parametrize("question", [
+    "How do I build a package?", "What does aptitude why do?", "What is the purpose of the debian/watch file?",
+    "What is the cause of error E101?", "なぜかインストールできません。どうすればいいですか？",
+    "どうしてもインストールできない場合は？", "返品理由の選択肢には何がありますか？", "エラー E101 の原因は何ですか？",
+])
+def test_a_question_that_does_not_ask_why(question):
+    # A purpose is answered by what a thing does ("The debian/watch file configures uscan…"), a cause by what happened
+    # ("度島での火災で原稿が焼失"): neither needs a word that says it is a reason.
+    assert reason_evidence(analyze(question)) is None

@@ -683,9 +683,11 @@ def pick_sentences(
         candidates = _close_runners_up(candidates, lambda c: bool(TYPE.search(c.text))) or candidates
     gives_reason = reason_evidence(query) if floor > 0 else None
     if candidates and gives_reason is not None:
-        # A sentence that gives a reason, if one scores as a runner-up would: the sentences that restate what is
-        # asked about share more of its words ("…UNRELEASED からターゲットディストリビューション値 unstable へ…"
-        # above "…間違ってアップロードされることを防ぐために、…UNRELEASED に変更する…").
+        # The sentences that give a reason, if one scores as a runner-up would: the sentences that restate what is
+        # asked about share more of its words ("…UNRELEASED からターゲットディストリビューション値 unstable へ…" above
+        # "…間違ってアップロードされることを防ぐために、…UNRELEASED に変更する…"). Only they: kept as runners-up,
+        # the sentences that restate it took the answer's second place from a reason ("So if you are running
+        # unstable…" and "So on June 15, both testing and unstable have…", not "…, as fixes in unstable are…").
         candidates = _close_runners_up(candidates, lambda c: gives_reason(c.text)) or candidates
     # The gate reads the best sentence's evidence without the title. Reading that of the pair the answer may show
     # instead (`_widened`) changed no dev figure but refused 3 more of bench-agent's answerable questions (92.5% ->

@@ -278,31 +278,41 @@ def expansion_evidence(query: Query) -> Callable[[str], bool] | None:
 # "Why did Corel sell its Linux division?", "なぜ…ですか？", "…の理由は？": a question for a reason is answered by a
 # sentence that gives one, and a reason is mostly said as one: "because", "so that", "in order to", "to avoid", "the
 # purpose of", "ため", "ので", "からです". A sentence that restates what the question asks about ("Corel sold its Linux
-# division in the first quarter of 2001") gives no reason, as one that states no number says not how many. "How come"
-# asks the same; "What is the purpose of…" and "何のために" ask for a purpose, which is a reason.
-_WANTS_REASON = re.compile(r"^\s*why\b|\bwhy (?:is|are|was|were|do|does|did|can|can't|cannot|should|shouldn't|would"
-                           r"|must|has|have|not|isn't|aren't|doesn't|don't|didn't)\b|\bhow come\b"
-                           r"|\bfor what (?:reason|purpose)\b|\bwhat (?:is|was|are|were) the (?:reasons?|purpose|cause"
-                           r"|point|rationale) (?:of|for|behind|that|why)\b|\bwhat (?:causes|caused)\b"
-                           r"|なぜ|何故|どうして|理由|何の(?:ため|目的)|目的は|原因は", re.I)
-# English causal and purpose connectives; "since" and "as" only where they open a clause ("since 1993", "such as" and
-# "as root" give none), "so" only before one ("wide so this shouldn't be longer": "so many" is a quantity); "から"
-# only after a verb or an adjective (東京から is "from Tokyo"), "ように" only after one (次のように is "as follows").
+# division in the first quarter of 2001") gives no reason, as one that states no number says not how many. Not a
+# question for a purpose ("What is the purpose of the debian/watch file?" is answered by what the file does) or a
+# cause ("…が残っていない原因は何ですか": a cause is an event, named as what happened, "度島での火災で原稿が焼失");
+# nor "なぜか" (somehow), "どうしても" (by all means), "返品理由の選択肢" or the command "aptitude why".
+_WANTS_REASON = re.compile(r"^\s*why\b|(?<!aptitude )(?<!apt-cache )\bwhy (?:is|are|was|were|do|does|did|can|can't"
+                           r"|cannot|should|shouldn't|would|must|has|have|not|isn't|aren't|doesn't|don't|didn't|won't"
+                           r"|wasn't|weren't|hasn't|haven't|will|could|might|i|you|we|they|it|this|that|there|the|my"
+                           r"|a|an)\b|\bhow come\b|\bis there a reason\b|\bfor what reason\b"
+                           r"|\bwhat(?:'s|’s| is| was| are| were) the (?:main |primary )?(?:reasons?|rationale)"
+                           r" (?:of|for|behind|that|why)\b"
+                           r"|なぜ(?!か)|何故(?!か)|どうして(?!も|よい|いい|良い)|なんで(?!も)"
+                           r"|(?:どういう|どんな|いかなる|何の)理由|理由(?:は|を(?:教|説明))", re.I)
+# English causal and purpose connectives; "since" and "as" only where they open a clause ("since 1993", "such as",
+# "as root" and "As you can see" give none), "so" only before one ("wide so this shouldn't be longer": "so many" is a
+# quantity); "から" only after a verb or an adjective (東京から is "from Tokyo"), "ように" only after one (次のように is
+# "as follows"), "結果" only as a consequence (検索結果 is a search's results), "目的" not as a destination.
 _CLAUSE_VERB = (r"(?:(?:is|are|was|were|has|have|had|do|does|did|can|could|would|must|may|might|should)(?:n['’]t)?"
                 r"|will|won['’]t|can['’]t)")
 _REASON = re.compile(
-    r"\b(?:because|due to|owing to|thanks to|on account of|caused by|as a (?:result|consequence)|result(?:s|ed|ing)? in"
-    r"|in order (?:to|that)|so (?:that|as to)"
-    r"|(?:the|its|their|main|whole) (?:reasons?|purpose|aim|goal|point) (?:of|for|is|was|why|behind)"
-    r"|reasons? (?:is|was) that|this is why|that is why|that's why|(?:for|with) (?:this|that|these"
-    r"|those|security|historical|performance|legal|practical|technical|compatibility) (?:reasons?|purposes?)"
-    r"|therefore|thus|hence|consequently|otherwise|for compatibility|to (?:avoid|prevent|ensure|make sure|protect"
-    r"|reduce|minimi[sz]e|guarantee)|(?:makes?|made|making) it (?:\w+ )?(?:possible|impossible|easier|harder"
-    r"|difficult|simpler|safer)|(?:^|[,;:(] ?)(?:since|as) (?:[\w'’-]+ ){1,6}" + _CLAUSE_VERB
+    r"\b(?:because|due to(?! be)|owing to|thanks to(?! (?:all|everyone|the following))|on account of|caused by"
+    r"|as a (?:result|consequence)|result(?:ed|ing)? in|in order (?:to|that)|so (?:that|as to)"
+    r"|(?:the|its|their|main|whole) (?:purpose|aim|goal) (?:of|is|was|behind)|(?:the|its|their|main|whole) point"
+    r" (?:is|was)|reasons? (?:for|why|behind|is|was)|this is why|that is why|that's why|which is why"
+    r"|(?:for|with) (?:this|that|these|those|security|historical|performance|legal|practical|technical|compatibility)"
+    r" (?:reasons?|purposes?)|therefore|thus(?! far)|hence|consequently"
+    r"|(?<!unless )otherwise(?! (?:known|noted|specified|stated|indicated))|for compatibility"
+    r"|to (?:avoid|prevent|ensure|make sure|protect|reduce|minimi[sz]e|guarantee)"
+    r"|(?:makes?|made|making) it (?:\w+ )?(?:possible|impossible|easier|harder|difficult|simpler|safer)"
+    r"|(?:^|[,;:(] ?)(?:since|as)(?! (?:of|you|we|i|shown|described|mentioned|noted|well|expected)\b)"
+    r" (?:[\w'’-]+ ){1,6}" + _CLAUSE_VERB
     + r"|so (?:this|that|these|those|it|they|there|you|we|he|she|the|a|an|no|one|users?|people) (?:[\w'’-]+ ){0,3}"
     r"(?:" + _CLAUSE_VERB + r"|cannot|need|needs|gets?))\b"
-    r"|ため(?!の)|ので|[いるたうくすつぬむぶぐだ]から(?:[、。,]|です|でし|だ|では)|ですから|ますから|理由|原因|目的|せいで|おかげで"
-    r"|(?:る|ない)ように(?:し|、)|を(?:避け|防ぐ|防ぎ|防止)|結果",
+    r"|(?<!あた)ため(?!の|し|ら)|(?<![もとど])ので(?!き|しょう)|[いるたうくすつぬむぶぐだ]から(?:[、。,]|です|でし|だ|では)"
+    r"|ですから|ますから|ことから|ことによ(?:り|って)|理由(?!欄)|原因(?!不明)|目的(?:で|は|として)|を目的|せいで|おかげで"
+    r"|(?:る|ない)ように(?:し|、)|を(?:避け|防ぐ|防ぎ|防止)|(?:その|この|の)結果(?:、|,|として)|結果(?:として|的に)",
     re.I | re.M)
 
 
