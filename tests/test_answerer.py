@@ -1330,3 +1330,21 @@ def test_a_question_that_does_not_ask_why(question):
     # A purpose is answered by what a thing does ("The debian/watch file configures uscan…"), a cause by what happened
     # ("度島での火災で原稿が焼失"): neither needs a word that says it is a reason.
     assert reason_evidence(analyze(question)) is None
+
+
+def test_a_japanese_question_is_not_answered_by_a_paragraph_a_japanese_page_leaves_in_english():
+    # The Japanese FAQ's chapter 7 (debian-faq-ja 11.1) leaves this paragraph untranslated: a Japanese question over
+    # it was answered in English, while the Japanese sentence beside it holds what is asked.
+    text = ("通常、Debian アーカイブファイルのファイル名は .deb で終わります。\n\nThis internal format is subject to "
+            "change (between major releases of Debian GNU/Linux), therefore please always use dpkg-deb(1) if you need "
+            "to do lowlevel manipulations on .deb files.")
+    page = [Passage(source_id="S1", title="第7章 Debian パッケージ管理システムの基礎", lang="ja", text=text)]
+    answer = [p.sentence for p in pick_sentences("Debian のバイナリパッケージのファイル名は何で終わりますか？", page,
+                                                 min_score=0.3, similarity=_model_prefers("files.", over="通常",
+                                                                                          high=0.93, low=0.90))]
+    assert answer and all("internal format" not in s for s in answer)
+    # Code stays: it is in no language ("$ rustup update" under "…次のコマンドを実行してください").
+    code_page = [Passage(source_id="S2", title="更新", lang="ja",
+                         text="Rustを更新するには、次のコマンドを実行してください:\n\n$ rustup update")]
+    assert any("rustup update" in p.sentence for p in pick_sentences("Rustを更新するコマンドは？", code_page,
+                                                                     min_score=0.3))
