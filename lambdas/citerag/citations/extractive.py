@@ -299,9 +299,7 @@ def rank_sentences(
     usable = [p for p in passages if p.relevant][:max_passages]
     # The answer is in the question's language when a source is in it. Sentence by sentence: a manual translated in
     # part is a page of English paragraphs with Japanese ones between them ("6.2.5 ソース\nソースコードは通常の
-    # Debian アーカイブと…"), whose passage reads as English, and whose Japanese sentences still answer; and a page
-    # that reads as Japanese may leave a paragraph in English, which answered a Japanese question in English. A line
-    # of code in a page of the question's language is in no language ("$ rustup update").
+    # Debian アーカイブと…"), whose passage reads as English, and whose Japanese sentences still answer.
     own_language = any(p.lang == query.lang for p in usable)
     q = content_terms(query)
     if not usable or not q:
@@ -380,9 +378,9 @@ def rank_sentences(
                 # 大文字・小文字を区別しない" + "-g, --general-numeric-sort…" answered with both).
                 joiner = "" if query.lang == "ja" and is_cjk(text[-1]) else " "
                 units.append((pos, pos + 1, text + joiner + spans[pos + 1]))
+        foreign = own_language and p.lang != query.lang
         for first, last, text in units:
-            if own_language and detect_language(text) != query.lang \
-                    and (p.lang != query.lang or not any(code[first : last + 1])):
+            if foreign and detect_language(text) != query.lang:
                 continue
             if len(text) < 8 or text.endswith(("?", "？")):
                 # Too short to be a statement, or a question (FAQ headings restate the user's question).
