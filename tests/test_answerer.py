@@ -1027,8 +1027,8 @@ def test_a_question_for_a_type_keeps_its_best_sentence_when_none_names_one(quest
 
 
 
-# The Debian FAQ (debian-faq 11.1, GPL-2+), as its PDF and its Japanese HTML print a command inline on a line of its
-# own, with no colon before it.
+# The Debian FAQ (debian-faq 11.1; © Software in the Public Interest, copying permitted under its notice), as its
+# PDF and its Japanese HTML print a command inline on a line of its own, with no colon before it.
 _TARGET = ("To control the order in which services are started, traditional System-V style Unix systems use runlevels."
            "\nThese are replaced by targets under systemd.\nTo display the default target to which systemd will bring "
            "the system, run the command\nsystemctl get-default\nDuring boot-up, systemd starts the services or other "
@@ -1252,8 +1252,9 @@ def test_a_word_the_question_writes_closed_matches_it_written_open():
     assert all(c.lexical == 0 for c in candidates)
 
 
-# The Debian FAQ (debian-faq 11.1), the Debian New Maintainers' Guide (maint-guide-ja 1.2.53, GPL-2+) and A Brief
-# History of Debian (debian-history 2.28, GPL-2+), as their pages read once loaded.
+# The Debian FAQ (debian-faq 11.1; © Software in the Public Interest, copying permitted under its notice), the Debian
+# New Maintainers' Guide (maint-guide-ja 1.2.53, GPL-2+) and A Brief History of Debian (debian-history 2.28, GPL-2+),
+# as their pages read once loaded.
 @pytest.mark.parametrize("question, lang, reason, restated", [
     ("Why is there no security update repository for the unstable distribution?", "en",
      "Currently Debian offers security updates for testing but not for unstable, as fixes in unstable are directly "
