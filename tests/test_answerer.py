@@ -354,6 +354,21 @@ def test_a_runner_up_is_measured_against_the_best_sentence_not_the_pair_the_answ
     assert [(p.source_id, p.sentence) for p in picked] == [("S1", f"{row} {enum}")]
 
 
+def test_a_runner_up_close_only_by_the_titles_terms_stays_out_when_the_pair_holds_more_evidence():
+    # The pair's neighbour names the tool ("zorp"), which the best sentence lends only from its title: the pair's own
+    # evidence is the higher, and a sentence elsewhere close to the best only by its title's "zorp" answers nothing.
+    best, neighbour, elsewhere = "You frobnicate widgets with care.", "The zorp tool does it.", "Widgets are nice."
+    cosines = {f"{best} {neighbour}": 0.88, best: 0.9, neighbour: 0.8, elsewhere: 0.95}
+
+    def similarity(_question: str, texts: list[str]) -> list[float]:
+        return [next(v for k, v in cosines.items() if t.endswith(k)) for t in texts]
+
+    pages = [Passage(source_id="A", title="zorp manual", text=f"{best} {neighbour}"),
+             Passage(source_id="B", title="zorp guide", text=elsewhere)]
+    picked = pick_sentences("How does zorp frobnicate widgets?", pages, similarity=similarity)
+    assert [p.source_id for p in picked] == ["A"]
+
+
 @pytest.mark.parametrize("command", ["python -m pip install rich", "pip install rich", "uv add rich"])
 def test_a_how_do_i_question_is_answered_by_the_command(command):
     # A package manager's command ends no sentence, yet it is the answer to "how do I install…", not the REPL's.
