@@ -37,6 +37,11 @@ def _model_prefers(sentence: str, over: str, high: float, low: float):
     return lambda _question, texts: [high if t.endswith(sentence) and over not in t else low for t in texts]
 
 
+def _cosines(table: dict[str, float]):
+    """A similarity that rates each unit by the first of `table`'s texts it ends with (a pair before its parts)."""
+    return lambda _question, texts: [next(v for k, v in table.items() if t.endswith(k)) for t in texts]
+
+
 def _answered(question: str, text: str, lang: str) -> list[str]:
     """The sentences that answer a question from a one-passage guide, at a gate low enough that only a
     question-type rule refuses it."""
@@ -342,10 +347,7 @@ def test_a_runner_up_is_measured_against_the_best_sentence_not_the_pair_the_answ
     row = "Say the columns of a spreadsheet row hold integers, floats and strings."
     enum = "An enum whose variants hold the different types lets one vector hold them all."
     floats = "Floats are numbers with a decimal point."
-    cosines = {f"{row} {enum}": 0.8475, row: 0.93, enum: 0.8, floats: 0.96}
-
-    def similarity(_question: str, texts: list[str]) -> list[float]:
-        return [next(v for k, v in cosines.items() if t.endswith(k)) for t in texts]
+    similarity = _cosines({f"{row} {enum}": 0.8475, row: 0.93, enum: 0.8, floats: 0.96})
 
     chapters = [Passage(source_id="S1", title="Chapter 8", text=f"{row} {enum}"),
                 Passage(source_id="S2", title="Chapter 3", text=floats)]
@@ -358,10 +360,7 @@ def test_a_runner_up_close_only_by_the_titles_terms_stays_out_when_the_pair_hold
     # The pair's neighbour names the tool ("zorp"), which the best sentence lends only from its title: the pair's own
     # evidence is the higher, and a sentence elsewhere close to the best only by its title's "zorp" answers nothing.
     best, neighbour, elsewhere = "You frobnicate widgets with care.", "The zorp tool does it.", "Widgets are nice."
-    cosines = {f"{best} {neighbour}": 0.88, best: 0.9, neighbour: 0.8, elsewhere: 0.95}
-
-    def similarity(_question: str, texts: list[str]) -> list[float]:
-        return [next(v for k, v in cosines.items() if t.endswith(k)) for t in texts]
+    similarity = _cosines({f"{best} {neighbour}": 0.88, best: 0.9, neighbour: 0.8, elsewhere: 0.95})
 
     pages = [Passage(source_id="A", title="zorp manual", text=f"{best} {neighbour}"),
              Passage(source_id="B", title="zorp guide", text=elsewhere)]

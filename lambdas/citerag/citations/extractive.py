@@ -719,7 +719,7 @@ def pick_sentences(
     # the pair, a sentence from another chapter on one word of the question joined the answer ("f32が単精度浮動小数点数
     # …", asked how one vector holds integers, floats and strings). The evidence, which is not sorted, against the
     # higher of the two. No benchmark figure moved; 4 answers lost such a sentence (ja-028, 3 of JaQuAD's, each
-    # still right), one of JaQuAD's one close only by its title's terms.
+    # still right), and one of JaQuAD's a sentence close only by its title's terms, for the next runner-up.
     top = candidates[0]
     for c in candidates[1:]:
         if len(picked) >= max_sentences or c.score < RUNNER_UP_RATIO * top.score:
