@@ -80,6 +80,12 @@ documents nobody here wrote, at what `citerag bench-answers` measures.
     cp x/usr/share/doc/debian-edu-doc-ja/debian-edu-bookworm-manual.pdf why2/edu/ja/
     citerag ingest why2 --index /tmp/why2.sqlite && python scripts/tour.py /tmp/why2.sqlite scripts/tours/why2-en.tsv
 
+    # questions on names with a number in them (i8, UTF-16, imap2) over the Rust book's data-types chapters and the
+    # Debian Reference's chapters 3, 4 and 8, in English and Japanese, for scripts/tours/variants-{en,ja}.tsv
+    mkdir -p variants && cp datasets/answers/docs/rust-book*data-types.md dr-en/* dr-ja/* variants/
+    citerag ingest variants --index /tmp/variants.sqlite
+    python scripts/tour.py /tmp/variants.sqlite scripts/tours/variants-en.tsv
+
     # how-to questions over the benchmark's own English chapters and licences, for scripts/tours/howto-en.tsv
     citerag ingest datasets/answers/docs --index /tmp/howto.sqlite
     python scripts/tour.py /tmp/howto.sqlite scripts/tours/howto-en.tsv

@@ -19,6 +19,7 @@ from citerag.citations.question_kinds import (
     kind_evidence,
     number_evidence,
     reason_evidence,
+    sibling_evidence,
 )
 from citerag.citations.statements import ends_statement, is_command_line, runs_into_command, split_statements
 from citerag.search.passage import Passage
@@ -366,6 +367,33 @@ def test_a_runner_up_close_only_by_the_titles_terms_stays_out_when_the_pair_hold
              Passage(source_id="B", title="zorp guide", text=elsewhere)]
     picked = pick_sentences("How does zorp frobnicate widgets?", pages, similarity=similarity)
     assert [p.source_id for p in picked] == ["A"]
+
+
+def test_a_question_on_one_variant_is_not_answered_by_a_sentence_on_its_sibling():
+    # The Debian Reference's sentence on UTF-32's 4 bytes per ASCII character answered how many UTF-16 uses.
+    page = [Passage(source_id="S1", title="Guide", text="UTF-16 is used by Windows. Some programs consume more "
+                    "memory after supporting I18N. This is because they are coded to use UTF-32 internally and consume "
+                    "4 bytes for each ASCII character.")]
+    similarity = _cosines({".": 0.79})
+    assert pick_sentences("How many bytes does UTF-16 use for an ASCII character?", page, similarity=similarity,
+                          min_score=ANSWER_MIN_SCORE) == []
+    picked = pick_sentences("How many bytes does UTF-32 use for an ASCII character?", page, similarity=similarity,
+                            min_score=ANSWER_MIN_SCORE)
+    assert any("4 bytes" in p.sentence for p in picked)
+
+
+def test_what_names_a_sibling():
+    names_a_sibling = sibling_evidence(analyze("How many bytes does UTF-16 use for an ASCII character?"))
+    assert names_a_sibling is not None
+    assert names_a_sibling("They are coded to use UTF-32 internally.")
+    for not_a_sibling in ("UTF-16 and UTF-32 differ.", "utf16 is common.", "Use UTF-8 or UTF-16.", "CP932 is used."):
+        assert not names_a_sibling(not_a_sibling), not_a_sibling
+    assert sibling_evidence(analyze("エラーE2の意味は何ですか？"))("エラーE3はフィルターの交換時期です。")
+    # Asked yes or no, the sibling is the answer ("Are the services offered over IPv6?": "…only over IPv4"); a
+    # question that names no such name has no siblings.
+    for question in ("Are the services offered over IPv6?", "Is f32 the default floating-point type?",
+                     "サービスはIPv6で提供されていますか？", "How many bytes does a character use?"):
+        assert sibling_evidence(analyze(question)) is None, question
 
 
 @pytest.mark.parametrize("command", ["python -m pip install rich", "pip install rich", "uv add rich"])

@@ -35,6 +35,7 @@ from citerag.citations.question_kinds import (
     kind_evidence,
     number_evidence,
     reason_evidence,
+    sibling_evidence,
 )
 from citerag.citations.statements import (
     CAPTION,
@@ -328,6 +329,7 @@ def rank_sentences(
     names_kind = None if wants_code or WANTS_OPTION.search(query.text) else kind_evidence(query)
     spells_out = expansion_evidence(query)
     gives_reason = reason_evidence(query)
+    names_a_sibling = sibling_evidence(query)
     raw: list[tuple[int, int, int, str, float, float, float, float]] = []
     numbers = [_as_named(n) for n in set(_QUESTION_NUMBER.findall(normalize(query.text).replace(",", "")))]
     days = [re.compile(rf"(?<!\d){day}") for day in _QUESTION_DAY.findall(normalize(query.text))]
@@ -395,6 +397,9 @@ def rank_sentences(
             own = sum(q_weight[t] for t in held) / total
             lexical = sum(q_weight[t] for t in held | titled) / total if held else own
             factor = off_topic
+            if names_a_sibling is not None and names_a_sibling(text):
+                # As a passage that lacks the number the question names: "UTF-32" where "UTF-16" is asked about.
+                factor *= MISSING_NUMBER_FACTOR
             if not ends_statement(text) and not (first == last and is_row(text)) \
                     and not (says is not None and text.endswith((":", "：")) and says(text)
                              and not _POINTS_ELSEWHERE.search(text)):

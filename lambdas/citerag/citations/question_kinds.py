@@ -321,3 +321,37 @@ def reason_evidence(query: Query) -> Callable[[str], bool] | None:
     if not _WANTS_REASON.search(query.text):
         return None
     return lambda text: bool(_REASON.search(text))
+
+
+# A name with a number in it ("UTF-16", "f32", "IPv6", "ext4", "E2"): a sentence that names the same name with
+# another number ("UTF-32", "f64", "IPv4") and not the one asked about is about a sibling ("…coded to use UTF-32
+# (UCS4) internally…, 4 bytes for each ASCII character", asked how many bytes UTF-16 uses). Not for a question
+# answered yes or no: "Are the services offered over IPv6?" is answered by the sentence that says IPv4.
+_VARIANT = re.compile(r"(?<![A-Za-z0-9_.])([A-Za-z]{1,12})-?(\d+(?:\.\d+)?)(?![A-Za-z0-9_]|\.\d)")
+_YES_NO = re.compile(r"^\s*(?:is|are|was|were|do|does|did|can|could|will|would|should|has|have|had|may|must|shall"
+                     r")(?:n['’]t)?\b", re.I)
+# A Japanese question with no word that asks what, which, when, where, who, how or why is answered yes or no.
+_ASKS_WHAT_JA = re.compile(r"何|なに|なん|どれ|どの|どこ|どう|どちら|どっち|どんな|いつ|いくつ|いくら|誰|だれ"
+                           r"|なぜ")
+
+
+def _variants(text: str) -> dict[str, set[str]]:
+    named: dict[str, set[str]] = {}
+    for name, number in _VARIANT.findall(normalize(text)):
+        named.setdefault(name.lower(), set()).add(number)
+    return named
+
+
+def sibling_evidence(query: Query) -> Callable[[str], bool] | None:
+    """For a question that names a name with a number, whether a sentence names only its siblings; None for other
+    questions and for those answered yes or no."""
+    asked = _variants(query.text)
+    yes_no = bool(_YES_NO.match(query.text)) if query.lang != "ja" else not _ASKS_WHAT_JA.search(query.text)
+    if not asked or yes_no:
+        return None
+
+    def names_a_sibling(text: str) -> bool:
+        named = _variants(text)
+        return any(name in named and not named[name] & numbers for name, numbers in asked.items())
+
+    return names_a_sibling
