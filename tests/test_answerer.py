@@ -382,6 +382,15 @@ def test_a_question_on_one_variant_is_not_answered_by_a_sentence_on_its_sibling(
     assert any("4 bytes" in p.sentence for p in picked)
 
 
+def test_a_sentence_under_a_heading_that_names_the_asked_name_is_no_siblings():
+    # "Unlike f64, it occupies 4 bytes." is about f32 under "Data types > f32", whatever else it names.
+    page = [Passage(source_id="S1", title="Book", section="Data types > f32",
+                    text="Rust has f32 and f64. Unlike f64, it occupies 4 bytes.")]
+    picked = pick_sentences("How many bytes does an f32 take?", page, similarity=_cosines({".": 0.79}),
+                            min_score=ANSWER_MIN_SCORE)
+    assert any("4 bytes" in p.sentence for p in picked)
+
+
 def test_what_names_a_sibling():
     names_a_sibling = sibling_evidence(analyze("How many bytes does UTF-16 use for an ASCII character?"))
     assert names_a_sibling is not None
@@ -389,10 +398,21 @@ def test_what_names_a_sibling():
     for not_a_sibling in ("UTF-16 and UTF-32 differ.", "utf16 is common.", "Use UTF-8 or UTF-16.", "CP932 is used."):
         assert not names_a_sibling(not_a_sibling), not_a_sibling
     assert sibling_evidence(analyze("エラーE2の意味は何ですか？"))("エラーE3はフィルターの交換時期です。")
+    # The asked name however a text writes it on: a suffix, leading zeros, a minor version.
+    for asked, held in (("Which byte order does Windows use for UTF-16?", "Windows writes UTF-16LE, not UTF-8."),
+                        ("What does error E2 mean?", "E02 means the water filter is due; E3, the pre-filter."),
+                        ("What changed in v2?", "v2.0 adds streaming; v1 had none."),
+                        ("How do I check a file's sha256?", "Run sha256sum FILE; md5sum is weaker.")):
+        names_a_sibling = sibling_evidence(analyze(asked))
+        assert names_a_sibling is not None and not names_a_sibling(held), asked
     # Asked yes or no, the sibling is the answer ("Are the services offered over IPv6?": "…only over IPv4"); a
     # question that names no such name has no siblings.
+    # Nor when the question asks about another version, or names a period a filing reports against another.
     for question in ("Are the services offered over IPv6?", "Is f32 the default floating-point type?",
-                     "サービスはIPv6で提供されていますか？", "How many bytes does a character use?"):
+                     "Hi, is IPv6 supported?", "Tell me whether IPv6 is supported.",
+                     "サービスはIPv6で提供されていますか？", "サービスがIPv6で提供されているかどうか知りたいです。",
+                     "What should I use instead of SHA1?", "How do I upgrade an ext3 file system?",
+                     "What was revenue in Q1 2024?", "How many bytes does a character use?"):
         assert sibling_evidence(analyze(question)) is None, question
 
 

@@ -397,8 +397,9 @@ def rank_sentences(
             own = sum(q_weight[t] for t in held) / total
             lexical = sum(q_weight[t] for t in held | titled) / total if held else own
             factor = off_topic
-            if names_a_sibling is not None and names_a_sibling(text):
-                # As a passage that lacks the number the question names: "UTF-32" where "UTF-16" is asked about.
+            if names_a_sibling is not None and names_a_sibling(f"{_heading(p)}: {text}"):
+                # As a passage that lacks the number the question names, and on top of it: "UTF-32" where "UTF-16"
+                # is asked about. Read under its heading: "Unlike f64, it occupies 4 bytes." under "… > f32".
                 factor *= MISSING_NUMBER_FACTOR
             if not ends_statement(text) and not (first == last and is_row(text)) \
                     and not (says is not None and text.endswith((":", "：")) and says(text)

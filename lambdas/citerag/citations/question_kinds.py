@@ -325,33 +325,58 @@ def reason_evidence(query: Query) -> Callable[[str], bool] | None:
 
 # A name with a number in it ("UTF-16", "f32", "IPv6", "ext4", "E2"): a sentence that names the same name with
 # another number ("UTF-32", "f64", "IPv4") and not the one asked about is about a sibling ("…coded to use UTF-32
-# (UCS4) internally…, 4 bytes for each ASCII character", asked how many bytes UTF-16 uses). Not for a question
-# answered yes or no: "Are the services offered over IPv6?" is answered by the sentence that says IPv4.
+# (UCS4) internally…, 4 bytes for each ASCII character", asked how many bytes UTF-16 uses). The asked name counts
+# however it is written on: "UTF-16LE", "E02", "v2.0" for "v2". Not for a question answered yes or no ("Are the
+# services offered over IPv6?" is answered by the sentence that says IPv4), nor one that asks about another version
+# ("instead of SHA1", "upgrade from ext3"), nor for periods (Q1, H2, FY2024): a filing reports one against another.
 _VARIANT = re.compile(r"(?<![A-Za-z0-9_.])([A-Za-z]{1,12})-?(\d+(?:\.\d+)?)(?![A-Za-z0-9_]|\.\d)")
-_YES_NO = re.compile(r"^\s*(?:is|are|was|were|do|does|did|can|could|will|would|should|has|have|had|may|must|shall"
-                     r")(?:n['’]t)?\b", re.I)
-# A Japanese question with no word that asks what, which, when, where, who, how or why is answered yes or no.
+_PERIOD = frozenset({"q", "h", "fy"})
+_YES_NO = re.compile(r"^\s*(?:(?:hi|hello|ok|okay|so|and|but|also)\b[,!]?\s*)?(?:is|are|am|was|were|do|does|did|can"
+                     r"|could|will|would|should|has|have|had|may|must|shall)(?:n['’]t)?\b|^\s*won['’]t\b"
+                     r"|\bwhether\b", re.I)
+# A Japanese question with no word that asks what, which, when, where, who, how or why is answered yes or no
+# ("かどうか", "何か", "いつでも" ask none).
 _ASKS_WHAT_JA = re.compile(r"何|なに|なん|どれ|どの|どこ|どう|どちら|どっち|どんな|いつ|いくつ|いくら|誰|だれ"
                            r"|なぜ")
+_NOT_ASKING_JA = re.compile(r"かどうか|何か|何でも|なんでも|何とか|いつでも|いつか|どこか|どこでも|誰か|誰でも")
+_OTHER_VERSION = re.compile(r"\b(?:instead|replac\w*|successor|predecessor|upgrad\w*|migrat\w*|convert\w*|vs\.?"
+                            r"|versus|differ\w*|compar\w*|switch\w*)\b|代わり|置き換|置換|移行|変換|違い|比較"
+                            r"|アップグレード", re.I)
 
 
 def _variants(text: str) -> dict[str, set[str]]:
     named: dict[str, set[str]] = {}
     for name, number in _VARIANT.findall(normalize(text)):
-        named.setdefault(name.lower(), set()).add(number)
+        if name.lower() not in _PERIOD:
+            named.setdefault(name.lower(), set()).add(number)
     return named
+
+
+def _without_leading_zeros(number: str) -> str:
+    return re.escape(re.sub(r"^0+(?=\d)", "", number))
+
+
+def _answered_yes_or_no(query: Query) -> bool:
+    if query.lang == "ja":
+        return not _ASKS_WHAT_JA.search(_NOT_ASKING_JA.sub("", query.text))
+    return bool(_YES_NO.search(query.text))
 
 
 def sibling_evidence(query: Query) -> Callable[[str], bool] | None:
     """For a question that names a name with a number, whether a sentence names only its siblings; None for other
-    questions and for those answered yes or no."""
+    questions, for those answered yes or no and for those about another version."""
     asked = _variants(query.text)
-    yes_no = bool(_YES_NO.match(query.text)) if query.lang != "ja" else not _ASKS_WHAT_JA.search(query.text)
-    if not asked or yes_no:
+    if not asked or _answered_yes_or_no(query) or _OTHER_VERSION.search(query.text):
         return None
+    # The asked name as any text writes it: in any case, its number with leading zeros or a minor version after it
+    # ("E02", "v2.0"), a suffix after it ("UTF-16LE", "sha256sum").
+    held = [re.compile(rf"(?<![A-Za-z0-9]){re.escape(name)}-?0*(?:{'|'.join(map(_without_leading_zeros, numbers))})"
+                       r"(?!\d)", re.I) for name, numbers in asked.items()]
 
     def names_a_sibling(text: str) -> bool:
         named = _variants(text)
-        return any(name in named and not named[name] & numbers for name, numbers in asked.items())
+        text = normalize(text)
+        return any(name in named and not pattern.search(text)
+                   for (name, _), pattern in zip(asked.items(), held, strict=True))
 
     return names_a_sibling
