@@ -391,6 +391,14 @@ def test_a_sentence_under_a_heading_that_names_the_asked_name_is_no_siblings():
     assert any("4 bytes" in p.sentence for p in picked)
 
 
+def test_a_number_the_question_names_counts_where_the_heading_holds_it():
+    # The heading says which type the section is about; the sentences under it need not repeat its number.
+    page = [Passage(source_id="S1", title="Book", section="Data types > f32", text="Unlike f64, it occupies 4 bytes.")]
+    picked = pick_sentences("How many bytes does an f32 take?", page, similarity=_cosines({".": 0.79}),
+                            min_score=ANSWER_MIN_SCORE)
+    assert [p.sentence for p in picked] == ["Unlike f64, it occupies 4 bytes."]
+
+
 def test_what_names_a_sibling():
     names_a_sibling = sibling_evidence(analyze("How many bytes does UTF-16 use for an ASCII character?"))
     assert names_a_sibling is not None

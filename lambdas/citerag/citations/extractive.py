@@ -337,14 +337,15 @@ def rank_sentences(
         spans = split_statements(p.text, lines_wrap=p.page is None)
         # A number the question names ("in 1953", "Rust 1.0") that the passage lacks: the passage is about
         # something else (near misses often differ from what the documents hold only there).
-        place = normalize(f"{p.title} {p.text}").replace(",", "") if numbers else ""
+        # Its headings too ("Data types > f32", asked about f32's size); not a text file's line range.
+        path = p.section if p.section and not LINE_RANGE.match(p.section) else ""
+        place = normalize(f"{p.title} {path} {p.text}").replace(",", "") if numbers else ""
         # A day in Japanese form is looked for in Japanese text: an English one writes it "January 9".
         off_topic = MISSING_NUMBER_FACTOR if not all(n.search(place) for n in numbers) \
             or (p.lang == query.lang and not all(day.search(place) for day in days)) else 1.0
         # A sentence is about what its section's heading says ("基準型はf64です" under "データ型 > 浮動小数点型"): the
         # heading's terms count as the sentence's, as the model reads the sentence under it. Dev: Rust-book Japanese
         # facts 73.9% -> 82.6% (ja-005, ja-051), nothing else moved; at half weight 78.3%, at 1.25 recall falls.
-        path = p.section if p.section and not LINE_RANGE.match(p.section) else ""
         headed = _terms(path, False) & q
         # Without headings, the document's title says which document a sentence is from ("man-grep": every option
         # there is grep's; an article on the person the question names). Its terms rank the sentences, but the gate
