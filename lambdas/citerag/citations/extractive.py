@@ -333,6 +333,7 @@ def rank_sentences(
     raw: list[tuple[int, int, int, str, float, float, float, float]] = []
     numbers = [_as_named(n) for n in set(_QUESTION_NUMBER.findall(normalize(query.text).replace(",", "")))]
     days = [re.compile(rf"(?<!\d){day}") for day in _QUESTION_DAY.findall(normalize(query.text))]
+    heads = [_heading(p) for p in usable]
     for rank, p in enumerate(usable):
         spans = split_statements(p.text, lines_wrap=p.page is None)
         # A number the question names ("in 1953", "Rust 1.0") that the passage lacks: the passage is about
@@ -398,7 +399,7 @@ def rank_sentences(
             own = sum(q_weight[t] for t in held) / total
             lexical = sum(q_weight[t] for t in held | titled) / total if held else own
             factor = off_topic
-            if names_a_sibling is not None and names_a_sibling(f"{_heading(p)}: {text}"):
+            if names_a_sibling is not None and names_a_sibling(f"{heads[rank]}: {text}"):
                 # As a passage that lacks the number the question names, and on top of it: "UTF-32" where "UTF-16"
                 # is asked about. Read under its heading: "Unlike f64, it occupies 4 bytes." under "… > f32".
                 factor *= MISSING_NUMBER_FACTOR
@@ -442,7 +443,6 @@ def rank_sentences(
         # The model reads each sentence under its heading (or its document's title): "浮動小数点型: 浮動小数点数は、
         # IEEE-754規格に…" is about floats, which the sentence alone hardly says. JaQuAD dev 83.8% -> 85.5% facts,
         # 75.3% -> 77.9% abstention recall.
-        heads = [_heading(p) for p in usable]
         sims: list[float | None] = list(similarity(query.text, [f"{heads[r[0]]}: {r[3]}" if heads[r[0]] else r[3]
                                                                 for r in raw]))
     else:

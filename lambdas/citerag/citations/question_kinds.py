@@ -344,9 +344,9 @@ _OTHER_VERSION = re.compile(r"\b(?:instead|replac\w*|successor|predecessor|upgra
                             r"|アップグレード", re.I)
 
 
-def _variants(text: str) -> dict[str, set[str]]:
+def _variants(normalized: str) -> dict[str, set[str]]:
     named: dict[str, set[str]] = {}
-    for name, number in _VARIANT.findall(normalize(text)):
+    for name, number in _VARIANT.findall(normalized):
         if name.lower() not in _PERIOD:
             named.setdefault(name.lower(), set()).add(number)
     return named
@@ -365,7 +365,7 @@ def _answered_yes_or_no(query: Query) -> bool:
 def sibling_evidence(query: Query) -> Callable[[str], bool] | None:
     """For a question that names a name with a number, whether a sentence names only its siblings; None for other
     questions, for those answered yes or no and for those about another version."""
-    asked = _variants(query.text)
+    asked = _variants(normalize(query.text))
     if not asked or _answered_yes_or_no(query) or _OTHER_VERSION.search(query.text):
         return None
     # The asked name as any text writes it: in any case, its number with leading zeros or a minor version after it
@@ -374,8 +374,8 @@ def sibling_evidence(query: Query) -> Callable[[str], bool] | None:
                        r"(?!\d)", re.I) for name, numbers in asked.items()]
 
     def names_a_sibling(text: str) -> bool:
-        named = _variants(text)
         text = normalize(text)
+        named = _variants(text)
         return any(name in named and not pattern.search(text)
                    for (name, _), pattern in zip(asked.items(), held, strict=True))
 
