@@ -5,14 +5,7 @@ from collections import Counter
 
 import pytest
 
-from citerag.citations.extractive import (
-    ANSWER_MIN_SCORE,
-    _compound_terms,
-    _does_what_asked,
-    _repeats,
-    pick_sentences,
-    rank_sentences,
-)
+from citerag.citations.extractive import ANSWER_MIN_SCORE, _repeats, pick_sentences
 from citerag.citations.question_kinds import (
     WANTS_OPTION,
     expansion_evidence,
@@ -21,7 +14,9 @@ from citerag.citations.question_kinds import (
     reason_evidence,
     sibling_evidence,
 )
+from citerag.citations.ranking import does_what_asked, rank_sentences
 from citerag.citations.statements import ends_statement, is_command_line, runs_into_command, split_statements
+from citerag.citations.terms import compound_terms
 from citerag.search.passage import Passage
 from citerag.search.query import analyze
 from citerag.search.sparse import CorpusStats, term_id, tokenize
@@ -708,8 +703,8 @@ def test_a_compound_written_with_no_matches_the_compound():
     picked = pick_sentences("wcで行数を表示するオプションは？", [wc], min_score=0.9, similarity=cosines)
     assert [p.sentence for p in picked] == ["-l, --lines 改行の数を表示する"]
     # Only between word characters: "これの数" (hiragana before the の) makes no compound.
-    assert _compound_terms("改行の数") == {term_id("行数")}
-    assert not _compound_terms("これの数")
+    assert compound_terms("改行の数") == {term_id("行数")}
+    assert not compound_terms("これの数")
 
 
 def test_a_command_run_as_root_ends_the_statement_that_leads_into_it():
@@ -1317,8 +1312,8 @@ def test_review_cases_of_the_abbreviation_option_and_command_rules():
     assert WANTS_OPTION.search("どのフラグを付けますか？")
     assert not _answered("ファイルを変換するコマンドは？", "このコマンドは iPhone では使えません。", "ja")
     # "find the version of…" asks to know, as "find out" does; "find a package" is an action.
-    assert _does_what_asked(analyze("How do I find the version of a package?")) is None
-    assert _does_what_asked(analyze("How do I find a package by name?")) is not None
+    assert does_what_asked(analyze("How do I find the version of a package?")) is None
+    assert does_what_asked(analyze("How do I find a package by name?")) is not None
     # Japanese spaces no words: a pair holding a picked sentence repeats it character for character.
     assert _repeats("これは文です。それも文です。", "それも文です。")
 

@@ -17,8 +17,8 @@ from citerag.citations.extractive import (
     UNKNOWN_KANA_WORD_MIN_SCORE,
     UNKNOWN_WORD_MIN_SCORE,
     pick_sentences,
-    rank_sentences,
 )
+from citerag.citations.ranking import rank_sentences
 from citerag.citations.statements import split_statements
 from citerag.cli import app
 from citerag.errors import CiteragError
