@@ -212,3 +212,46 @@ def test_bedrock_rerank_request_matches_the_botocore_model():
         stub.add_response("rerank", {"results": [{"index": 1, "relevanceScore": 0.9}]})
         order = BedrockReranker(client, arn).rerank("filter", ["a", "b", "c"], 2)
     assert order == [(1, 0.9), (0, 0.0), (2, 0.0)]
+
+
+# --- Which model: credentials as boto3 finds them -----------------------------------------------------------------
+
+
+def _chat_model(tmp_path):
+    from citerag.components import Components
+    from citerag.settings import Settings
+
+    return Components(Settings(data_dir=tmp_path / "data", embedder="hashing",
+                               chat_model_id="jp.anthropic.claude-sonnet-4-6")).chat_model
+
+
+def test_a_profile_in_the_shared_credentials_file_selects_bedrock(tmp_path, monkeypatch):
+    # The default profile of ~/.aws/credentials, with no AWS_* variable set: boto3 signs with it, so the model id
+    # the user set runs on Bedrock instead of the offline model taking its place unannounced.
+    from citerag.adapters import aws
+    from citerag.adapters.converse import BedrockConverseModel
+
+    creds = tmp_path / "credentials"
+    creds.write_text("[default]\naws_access_key_id = AKIDEXAMPLE\naws_secret_access_key = secret\n")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(creds))
+    monkeypatch.setenv("AWS_REGION", "ap-northeast-1")
+    aws.client.cache_clear()
+    assert aws.has_credentials()
+    assert isinstance(_chat_model(tmp_path), BedrockConverseModel)
+    aws.client.cache_clear()
+
+
+def test_no_credentials_anywhere_keeps_the_offline_model(tmp_path):
+    from citerag.adapters import aws
+    from citerag.adapters.extractive_model import ExtractiveClaudeModel
+
+    assert not aws.has_credentials()
+    assert isinstance(_chat_model(tmp_path), ExtractiveClaudeModel)
+
+
+def test_a_named_profile_the_files_lack_counts_as_configured(monkeypatch):
+    # As before: AWS_PROFILE says the user means AWS; the Bedrock call then names the missing profile.
+    from citerag.adapters import aws
+
+    monkeypatch.setenv("AWS_PROFILE", "work")
+    assert aws.has_credentials()

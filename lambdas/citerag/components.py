@@ -5,7 +5,6 @@ Tests replace an adapter by assigning the attribute (`comps.object_source = ...`
 
 from __future__ import annotations
 
-import os
 from functools import cached_property
 from typing import Any
 
@@ -297,9 +296,10 @@ class Components:
 
             client = OpenAI(base_url=s.openai_base_url, api_key=s.openai_api_key, max_retries=2, timeout=120)
             return OpenAICompatibleModel(client, s.chat_model_id)
-        credentials = os.environ.get("AWS_ACCESS_KEY_ID") or os.environ.get("AWS_PROFILE")
+        from citerag.adapters import aws
+
         if s.chat_model_provider != "offline" and s.chat_model_id and (s.chat_model_provider == "bedrock"
-                                                                        or credentials):
+                                                                        or aws.has_credentials()):
             from citerag.adapters.converse import BedrockConverseModel
 
             return BedrockConverseModel(self.aws_client("bedrock-runtime", read_timeout=60), s.chat_model_id)
@@ -330,8 +330,10 @@ class Components:
         has them: CITERAG_AGENTCORE_MODEL=bedrock); otherwise the offline model."""
         s = self.settings
         native = s.agentcore_citations == "native"
-        creds = os.environ.get("AWS_ACCESS_KEY_ID") or os.environ.get("AWS_PROFILE")
-        if s.chat_model_id and (s.agentcore_model == "bedrock" or (s.agentcore_model == "auto" and creds)):
+        from citerag.adapters import aws
+
+        if s.chat_model_id and (s.agentcore_model == "bedrock"
+                                or (s.agentcore_model == "auto" and aws.has_credentials())):
             from botocore.config import Config
 
             from citerag.adapters.bedrock_citations import SearchResultBedrockModel, supports_native_citations

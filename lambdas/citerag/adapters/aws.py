@@ -36,6 +36,22 @@ def client(service: str, connect_timeout: float = 2.0, read_timeout: float = 10.
     return boto3.session.Session().client(service, config=cfg, region_name=region or os.environ.get("AWS_REGION"))
 
 
+def has_credentials() -> bool:
+    """Whether boto3 would find AWS credentials: in the environment, in a profile of the shared files (keys, SSO,
+    assume-role, credential_process), or from a container's role. Not from the EC2 instance metadata service: off
+    AWS, asking it costs a connect timeout on every start (on an instance whose role should be used, set
+    CITERAG_CHAT_MODEL_PROVIDER=bedrock). The chain and its provider names are botocore's
+    (`botocore.credentials.create_credential_resolver`; "iam-role" is the metadata service's)."""
+    import botocore.session
+
+    try:
+        resolver = botocore.session.get_session().get_component("credential_provider")
+        resolver.remove("iam-role")
+        return resolver.load_credentials() is not None
+    except Exception:  # configured (a named profile, a credential process) but failing now: the call says why
+        return True
+
+
 def error_code(exc: BaseException) -> str:
     """The AWS error code of a botocore ClientError / EventStreamError (e.g. "ThrottlingException"), or the
     exception's type name. In-stream errors arrive lower-camel-cased (dependencyFailedException): normalised."""
