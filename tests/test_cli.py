@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -207,3 +208,40 @@ def test_the_web_page_flags_text_that_cites_nothing_unless_it_says_the_documents
                           "検索で見つかった箇所は英語の文書（ls）にあります。")
     assert says_not_found("I could not answer this from the documents.")
     assert not says_not_found("Replacement filters cost about $40.") and not says_not_found("")
+
+
+
+EVENTS = Path(__file__).resolve().parents[1] / "events"
+
+
+def test_invoke_runs_the_search_handler_on_an_event_file():
+    r = run("invoke", "search", str(EVENTS / "search-basic.json"), "--json")
+    assert r.exit_code == 0, r.output
+    response = json.loads(r.stdout)["response"]
+    body = json.loads(response["functionResponse"]["responseBody"]["TEXT"]["body"])
+    assert body["results"] and all(hit["source_id"] and hit["uri"] for hit in body["results"])
+    assert any("HEPA" in hit["text"] for hit in body["results"])
+
+
+def test_replaying_the_sample_ingest_event_leaves_the_users_index_alone(tmp_path):
+    # The event names two bundled samples; replayed with no --index, they go to an index of their own, so `ask`
+    # goes on answering from every sample instead of from those two files alone.
+    r = run("invoke", "ingest", str(EVENTS / "ingest-created.json"))
+    assert r.exit_code == 0, r.output
+    replayed = tmp_path / "data" / "replayed-events.sqlite"
+    assert f"citerag docs --index {replayed}" in r.stdout
+    assert not (tmp_path / "data" / "index.sqlite").exists()
+    status = json.loads(run("status", "--json").stdout)
+    assert status["samples"] is True and status["documents"] > 2
+    docs = json.loads(run("docs", "--index", str(replayed), "--json").stdout)["documents"]
+    assert sorted(d["source"].rsplit("/", 1)[-1] for d in docs) == ["faq-en.md", "kumo-pure-300-manual-ja.pdf"]
+    # A folder of one's own standing in for the bucket is ingested where --index says.
+    folder = tmp_path / "bucket"
+    folder.mkdir()
+    (folder / "faq-en.md").write_text("# FAQ\n\nRefunds take five business days.\n", encoding="utf-8")
+    index = tmp_path / "mine.sqlite"
+    r = run("invoke", "ingest", str(EVENTS / "ingest-created.json"), "--bucket-dir", str(folder), "--index",
+            str(index), "--json")
+    assert r.exit_code == 0, r.output
+    docs = json.loads(run("docs", "--index", str(index), "--json").stdout)["documents"]
+    assert [d["source"].rsplit("/", 1)[-1] for d in docs] == ["faq-en.md"]

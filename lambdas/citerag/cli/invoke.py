@@ -8,8 +8,21 @@ from typing import Annotated
 
 import typer
 
-from citerag.cli.common import IndexOpt, JsonOpt, app, components, errors, open_index, out, samples_dir
+from citerag.cli.common import (
+    IndexOpt,
+    JsonOpt,
+    app,
+    components,
+    errors,
+    open_index,
+    out,
+    samples_dir,
+    settings,
+    shown,
+)
 from citerag.errors import CiteragError
+
+REPLAY_INDEX = "replayed-events.sqlite"
 
 
 @app.command()
@@ -17,7 +30,7 @@ def invoke(
     handler: Annotated[str, typer.Argument(help="search or ingest")],
     event: Annotated[Path, typer.Argument(help="event JSON file, e.g. events/search-basic.json")],
     bucket_dir: Annotated[Path | None, typer.Option("--bucket-dir", help="ingest: folder standing in for the bucket "
-                                                     "(default: the bundled samples)")] = None,
+                                                     "(default: the bundled samples, into their own index)")] = None,
     index: IndexOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -31,6 +44,10 @@ def invoke(
             raise CiteragError(f"unknown handler {handler!r}: choose search or ingest")
         ev = read_event(event)
         bucket = bucket_dir or samples_dir()
+        if handler == "ingest" and index is None and bucket_dir is None:
+            # The sample events name bundled samples: replayed into an index of their own, not into the user's
+            # (where `ask` would then see only the files they name) nor the samples' (which holds them as files).
+            index = settings().data_dir / REPLAY_INDEX
         comps = (open_index(index, quiet=True, local_bucket_dir=bucket) if handler == "search"
                  else components(index, local_bucket_dir=bucket))
         # Powertools logs JSON lines to stdout; keep stdout for the response.
@@ -40,6 +57,10 @@ def invoke(
             print(json.dumps(response, ensure_ascii=False))
             return
         out.print_json(json.dumps(response, ensure_ascii=False))
+        if handler == "ingest":
+            where = shown(comps.settings.resolved_index_path)
+            # Not wrapped: a path cut across lines cannot be pasted.
+            out.print(f"[dim]ingested into {where}; list it with: citerag docs --index {where}[/]", soft_wrap=True)
         body = response.get("response", {}).get("functionResponse", {}).get("responseBody", {}).get("TEXT", {})
         if "body" in body:
             size = response_bytes(response)  # as the Lambda runtime writes it
