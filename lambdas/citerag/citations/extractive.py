@@ -316,7 +316,7 @@ def pick_sentences(
     if not candidates or candidates[0].evidence < floor:
         return []
     latin = _for(UNKNOWN_WORD_MIN_SCORE if unknown_word_min_score is None else unknown_word_min_score, query.lang)
-    if gated and candidates[0].evidence < _unknown_word_floor(query, stats, latin):
+    if candidates[0].evidence < (_unknown_word_floor(query, stats, latin) if gated else 0.0):
         return []
     best = _widened(candidates)
     # The documents a question names, among those it is answered from (a passage in another language lends no

@@ -82,6 +82,8 @@ class Candidate:
 SIMILARITY_WEIGHT = 4.0
 SIMILARITY_FLOOR = 0.8
 PAIR_COST = 0.02  # a sentence and its neighbour, against either alone
+
+
 def answer_score(lexical: float, similarity: float | None, rank: int, factor: float, bonus: float, *,
                  w_sim: float = SIMILARITY_WEIGHT, floor: float = SIMILARITY_FLOOR) -> float:
     """The penalties (fragment, heading, markup) scale the evidence; the question-type bonus is added after."""
@@ -103,6 +105,7 @@ def _as_named(number: str) -> re.Pattern[str]:
     if "." in number:
         return re.compile(rf"(?<![\d.]){re.escape(number)}(?!\d|\.\d)")
     return re.compile(rf"(?<!\d\.){re.escape(number)}(?!\.\d)")
+
 
 HEADING_CHARS = 160
 
@@ -130,8 +133,8 @@ _CODE_WORDS_JA = "コマンド|関数|メソッド|マクロ"
 _NAMED_CODE = re.compile(rf"(?<![A-Za-z0-9_])[A-Za-z_][A-Za-z0-9_:]*(?:\(\))?(?:{_CODE_WORDS_JA})"
                          rf"|(?:{_CODE_WORDS_JA})[はの]?\s?[a-z_][a-z0-9_:.-]*(?![A-Za-z])")
 
+ASKS_FOR_CODE = re.compile(_CODE_WORDS_JA)  # "…するコマンドは", "…関数は": a Japanese question asks for code
 
-ASKS_FOR_CODE = re.compile(_CODE_WORDS_JA)
 
 def shows_code(text: str) -> bool:
     """A command or code, in a line or inside a sentence."""
@@ -180,13 +183,13 @@ class _Asked:
     numbers: list[re.Pattern[str]]  # the numbers it names, as a passage names them
     days: list[re.Pattern[str]]
     says: Callable[[str], bool] | None  # "How do I <verb>": whether a sentence says the verb
-    sibling: Callable[[str], bool] | None
+    sibling: Callable[[str], bool] | None  # names a sibling of a numbered name the question asks about ("UTF-32")
     holds_number: Callable[[str], bool] | None  # for a question that asks for a number
     evidence: list[Callable[[str], bool]]  # of the asked type: each adds to a sentence's score
 
 
 def _weights(query: Query, terms: set[int], stats: CorpusStats | None) -> dict[int, float]:
-    """Each content term's IDF."""
+    """Each content term's IDF; an operator the question names ("+=") weighs as its rarest word."""
     weight = {t: stats.idf(t) if stats and stats.n_docs else 1.0 for t in terms}
     operators = operator_terms(query.text)
     words = sorted(w for t, w in weight.items() if t not in operators)
@@ -199,6 +202,7 @@ def _weights(query: Query, terms: set[int], stats: CorpusStats | None) -> dict[i
 
 
 def _read(query: Query, terms: set[int], stats: CorpusStats | None) -> _Asked:
+    """What every sentence is scored against, worked out once per question."""
     weight = _weights(query, terms, stats)
     wants_code = bool(WANTS_CODE.search(query.text))
     # Which command or option is asked for is told by code and option rows already ("どのオプション": "-c, --count").
@@ -290,7 +294,7 @@ def _score_passage(asked: _Asked, rank: int, p: Passage, head: str, foreign: boo
     """Each statement of one passage and each pair of neighbours, scored without the model."""
     q, weight, total = asked.weight.keys(), asked.weight, asked.total
     spans = split_statements(p.text, lines_wrap=p.page is None)
-    path = p.section if p.section and not LINE_RANGE.match(p.section) else ""
+    path = p.section if p.section and not LINE_RANGE.match(p.section) else ""  # a text file's line range is none
     off_topic = _off_topic(asked, p, path)
     # A sentence is about what its section's heading says ("基準型はf64です" under "データ型 > 浮動小数点型"): the
     # heading's terms count as the sentence's, as the model reads the sentence under it. Dev: Rust-book Japanese
