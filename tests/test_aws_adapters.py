@@ -255,3 +255,30 @@ def test_a_named_profile_the_files_lack_counts_as_configured(monkeypatch):
 
     monkeypatch.setenv("AWS_PROFILE", "work")
     assert aws.has_credentials()
+
+
+def test_a_credential_process_counts_without_being_run(tmp_path, monkeypatch):
+    # It may prompt (aws-vault, a password manager) and the client runs it again for the call: named is enough.
+    from citerag.adapters import aws
+
+    ran = tmp_path / "ran"
+    config = tmp_path / "config"
+    config.write_text(f"[default]\ncredential_process = touch {ran}\n")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
+    assert aws.has_credentials()
+    assert not ran.exists()
+
+
+def test_credentials_without_a_region_are_one_line_naming_the_setting(tmp_path, monkeypatch):
+    from citerag.adapters import aws
+    from citerag.errors import CiteragError
+
+    creds = tmp_path / "credentials"
+    creds.write_text("[default]\naws_access_key_id = AKIDEXAMPLE\naws_secret_access_key = secret\n")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(creds))
+    monkeypatch.delenv("AWS_REGION", raising=False)
+    monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
+    aws.client.cache_clear()
+    with pytest.raises(CiteragError, match="no AWS region; set AWS_REGION"):
+        _chat_model(tmp_path)
+    aws.client.cache_clear()

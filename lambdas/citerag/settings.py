@@ -130,7 +130,7 @@ class Settings(BaseSettings):
     # the answer benchmark's dev split, per language, for the bundled model (README "Answers you can trust"); a
     # number applies to every language; 0 turns it off.
     answer_min_score: float | None = Field(None, ge=0.0, le=5.0)
-    # Local agent runtime: a Bedrock model id for Converse (used when AWS credentials exist), else the
+    # Local agent runtime: a Bedrock model id for Converse (used when boto3 finds AWS credentials), else the
     # embedded extractive model.
     chat_model_id: str | None = None
     # Where chat_model_id runs: "auto" (Bedrock with AWS credentials, else the offline model), "openai" (an
@@ -171,7 +171,8 @@ class Settings(BaseSettings):
     agentcore_max_reprompts: int = Field(2, ge=0, le=5)
     agentcore_min_support: float = Field(0.5, ge=0.0, le=1.0)
     agentcore_citations: Literal["protocol", "native"] = "protocol"
-    # auto: Bedrock when chat_model_id is set and AWS credentials are in the environment, else the offline model
+    # auto: Bedrock when chat_model_id is set and boto3 finds AWS credentials (adapters.aws.has_credentials),
+    # else the offline model
     agentcore_model: Literal["auto", "bedrock", "offline"] = "auto"
     guardrail_id: str | None = None
     guardrail_version: str | None = None

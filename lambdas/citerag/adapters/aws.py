@@ -33,22 +33,33 @@ def client(service: str, connect_timeout: float = 2.0, read_timeout: float = 10.
         read_timeout=read_timeout,
         user_agent_extra="citerag",
     )
-    return boto3.session.Session().client(service, config=cfg, region_name=region or os.environ.get("AWS_REGION"))
+    from botocore.exceptions import NoRegionError
+
+    try:
+        return boto3.session.Session().client(service, config=cfg,
+                                              region_name=region or os.environ.get("AWS_REGION"))
+    except NoRegionError:
+        raise DependencyError(f"{service}: no AWS region; set AWS_REGION (for example ap-northeast-1) or a region "
+                              "in your AWS profile") from None
 
 
 def has_credentials() -> bool:
     """Whether boto3 would find AWS credentials: in the environment, in a profile of the shared files (keys, SSO,
-    assume-role, credential_process), or from a container's role. Not from the EC2 instance metadata service: off
-    AWS, asking it costs a connect timeout on every start (on an instance whose role should be used, set
-    CITERAG_CHAT_MODEL_PROVIDER=bedrock). The chain and its provider names are botocore's
-    (`botocore.credentials.create_credential_resolver`; "iam-role" is the metadata service's)."""
+    assume-role, a credential_process), or from a container's role. Without asking the EC2 instance metadata
+    service ("iam-role": off AWS, a connect timeout on every start) or running a profile's credential_process
+    (it may prompt, and the client runs it again for the call): a profile that names one counts. On an instance
+    whose role should be used, CITERAG_CHAT_MODEL_PROVIDER=bedrock (CITERAG_AGENTCORE_MODEL=bedrock for the
+    AgentCore agent) says so. The chain and its provider names are botocore's
+    (`botocore.credentials.create_credential_resolver`)."""
     import botocore.session
 
     try:
-        resolver = botocore.session.get_session().get_component("credential_provider")
-        resolver.remove("iam-role")
-        return resolver.load_credentials() is not None
-    except Exception:  # configured (a named profile, a credential process) but failing now: the call says why
+        session = botocore.session.get_session()
+        resolver = session.get_component("credential_provider")
+        for provider in ("iam-role", "custom-process"):
+            resolver.remove(provider)
+        return resolver.load_credentials() is not None or "credential_process" in session.get_scoped_config()
+    except Exception:  # configured (a named profile) but not loadable now: the call says why
         return True
 
 
