@@ -245,3 +245,12 @@ def test_replaying_the_sample_ingest_event_leaves_the_users_index_alone(tmp_path
     assert r.exit_code == 0, r.output
     docs = json.loads(run("docs", "--index", str(index), "--json").stdout)["documents"]
     assert [d["source"].rsplit("/", 1)[-1] for d in docs] == ["faq-en.md"]
+
+
+
+def test_replayed_events_go_to_the_index_the_environment_names(tmp_path, monkeypatch):
+    index = tmp_path / "named.sqlite"
+    monkeypatch.setenv("CITERAG_INDEX_PATH", str(index))
+    r = run("invoke", "ingest", str(EVENTS / "ingest-created.json"), "--json")
+    assert r.exit_code == 0, r.output
+    assert index.exists() and not (tmp_path / "data" / "replayed-events.sqlite").exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Annotated
 
@@ -44,10 +45,11 @@ def invoke(
             raise CiteragError(f"unknown handler {handler!r}: choose search or ingest")
         ev = read_event(event)
         bucket = bucket_dir or samples_dir()
-        if handler == "ingest" and index is None and bucket_dir is None:
+        if handler == "ingest" and index is None and bucket_dir is None and (s := settings()).index_path is None:
             # The sample events name bundled samples: replayed into an index of their own, not into the user's
-            # (where `ask` would then see only the files they name) nor the samples' (which holds them as files).
-            index = settings().data_dir / REPLAY_INDEX
+            # default one (where `ask` would then see only the files they name) nor the samples' (which holds them
+            # as files). An index the user names, by --index or CITERAG_INDEX_PATH, is where they go.
+            index = s.data_dir / REPLAY_INDEX
         comps = (open_index(index, quiet=True, local_bucket_dir=bucket) if handler == "search"
                  else components(index, local_bucket_dir=bucket))
         # Powertools logs JSON lines to stdout; keep stdout for the response.
@@ -57,10 +59,11 @@ def invoke(
             print(json.dumps(response, ensure_ascii=False))
             return
         out.print_json(json.dumps(response, ensure_ascii=False))
-        if handler == "ingest":
-            where = shown(comps.settings.resolved_index_path)
+        if handler == "ingest" and comps.settings.index_backend == "sqlite":
+            path = str(comps.settings.resolved_index_path)
             # Not wrapped: a path cut across lines cannot be pasted.
-            out.print(f"[dim]ingested into {where}; list it with: citerag docs --index {where}[/]", soft_wrap=True)
+            out.print(f"[dim]index: {shown(path)}; list it with: citerag docs --index {shown(shlex.quote(path))}[/]",
+                      soft_wrap=True)
         body = response.get("response", {}).get("functionResponse", {}).get("responseBody", {}).get("TEXT", {})
         if "body" in body:
             size = response_bytes(response)  # as the Lambda runtime writes it
