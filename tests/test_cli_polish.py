@@ -104,3 +104,16 @@ def test_a_broken_config_file_is_one_line_naming_the_file(tmp_path, monkeypatch)
     (data / "citerag.toml").write_text('fusion = "fastest"\n', encoding="utf-8")
     r = CliRunner().invoke(app, ["status"])
     assert r.exit_code == 1 and "setting fusion" in r.output and "citerag.toml" in r.output
+
+
+def test_without_the_cli_extra_the_command_says_which_to_install(monkeypatch):
+    # The base install (a Lambda function's) has no typer or rich: one line naming the extra, not a traceback.
+    import importlib.util
+
+    from citerag import command
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "typer" else real(name, *a))
+    with pytest.raises(SystemExit) as stop:
+        command.main()
+    assert stop.value.code == command.NEEDS_EXTRA and "citerag[cli]" in command.NEEDS_EXTRA

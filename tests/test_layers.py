@@ -29,6 +29,7 @@ LAYER = {
     "mcp_server": 9,  # `citerag mcp`: the MCP server over the embedded index
     "bench": 10,
     "cli": 11,
+    "command": 12,  # the `citerag` entry point: the CLI, or a line naming the extra it needs
 }
 CORES = ("documents", "search", "ingestion", "citations")
 SDKS = ("boto3", "botocore", "pinecone", "strands", "bedrock_agentcore", "mcp", "aws_lambda_powertools", "openai")
