@@ -31,7 +31,8 @@ def invoke(
     handler: Annotated[str, typer.Argument(help="search or ingest")],
     event: Annotated[Path, typer.Argument(help="event JSON file, e.g. events/search-basic.json")],
     bucket_dir: Annotated[Path | None, typer.Option("--bucket-dir", help="ingest: folder standing in for the bucket "
-                                                     "(default: the bundled samples, into their own index)")] = None,
+                                                     "(default: the bundled samples, replayed into "
+                                                     f"{REPLAY_INDEX} unless an index is named)")] = None,
     index: IndexOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
