@@ -385,6 +385,45 @@ def test_bench_answers_reports_each_language_and_split(tmp_path):
     assert bad.exit_code != 0 and "no docs/ folder" in bad.output
 
 
+def test_a_wrong_answer_says_where_its_fact_was_among_what_the_answerer_read(tmp_path):
+    # The fact ("two weeks") is in the passage search gave, in a sentence that shares one word with the question:
+    # the answer quotes the sentence that restates the question, and the report says the fact ranked below it.
+    root = tmp_path / "set"
+    (root / "docs").mkdir(parents=True)
+    (root / "docs" / "refunds.md").write_text(
+        "# Refunds\n\nRefunds are paid to the card that paid for the order, never in cash.\n\n"
+        "Shipping costs are not refunded. Allow two weeks for the money to arrive.\n")
+    (root / "questions-en.jsonl").write_text(json.dumps(
+        {"id": "en-1", "lang": "en", "question": "When are refunds paid to the card?", "answerable": True,
+         "answers": ["two weeks"], "file": "refunds.md"}) + "\n")
+    env = {"CITERAG_EMBEDDER": "hashing", "COLUMNS": "200"}
+    r = CliRunner().invoke(app, ["bench-answers", str(root), "--split", "dev", "--json"], env=env)
+    assert r.exit_code == 0, r.output
+    res = json.loads(r.stdout)
+    fact = res["rows"][0]["fact_at"]
+    assert not res["rows"][0]["right"]
+    assert fact["stage"] == "ranked_lower" and fact["rank"] > 1 and fact["lexical"] < fact["best_lexical"]
+    assert res["summary"]["dev/en"]["wrong_fact_at"] == {"ranked_lower": 1}
+    listed = CliRunner().invoke(app, ["bench-answers", str(root), "--split", "dev", "--failures"], env=env)
+    assert listed.exit_code == 0, listed.output
+    assert f"fact: ranked {fact['rank']} of {fact['of']}" in listed.output
+    assert "dev/en: the facts of the wrong answers were ranked below the chosen sentence 1" in listed.output
+
+
+def test_a_fact_search_never_gave_and_a_fact_the_gate_refused_are_told_apart():
+    from citerag.citations.extractive import Answering
+
+    q = ab.Question(id="en-1", lang="en", question="How long is the patent license?", answerable=True,
+                    answers=["perpetual"], file="LICENSE")
+    holding = [Passage(source_id="S1", text="The patent license is perpetual, worldwide and royalty-free.")]
+    elsewhere = [Passage(source_id="S2", text="The license covers the Work and Derivative Works.")]
+    candidates = Answering().candidates
+    assert ab.fact_at(q, elsewhere, candidates, abstained=True) == {"stage": "not_retrieved", "passages": 1}
+    refused = ab.fact_at(q, holding, candidates, abstained=True)
+    assert refused["stage"] == "refused" and refused["rank"] == 1
+    assert ab.fact_at(q, holding, candidates, abstained=False)["stage"] == "not_shown"
+
+
 def test_jaquad_questions_about_a_held_out_paragraph_are_near_misses_and_the_rest_are_answerable(tmp_path):
     from citerag.bench import answers_jaquad as aj
 

@@ -28,11 +28,12 @@ from citerag.bench.metrics import percentile, wilson_interval
 from citerag.bench.retrieval import Dataset, build_index
 from citerag.citations.answer import Answer
 from citerag.citations.pii import MASK_LABEL
+from citerag.citations.ranking import Candidate
 from citerag.documents.chunking import line_bounds
 from citerag.documents.loaders import SUPPORTED_SUFFIXES, load_path
 from citerag.documents.text import normalize
 from citerag.errors import CiteragError
-from citerag.search.passage import location
+from citerag.search.passage import Passage, location
 
 MAX_QUESTIONS = 5000
 
@@ -198,6 +199,34 @@ def score(q: Question, answer: Answer, texts: DocTexts) -> dict[str, Any]:
             "related": [f"{file_name(p.uri)}, {location(p.page, p.section)}" for p in answer.related]}
 
 
+# --- where a wrong answer's fact was ------------------------------------------------------------------------------
+
+FACT_STAGES = ("not_retrieved", "not_one_sentence", "ranked_lower", "refused", "not_shown")
+
+
+def fact_at(q: Question, passages: list[Passage], candidates: Callable[[str, list[Passage]], list[Candidate]], *,
+            abstained: bool) -> dict[str, Any]:
+    """Where the fact of a wrongly answered question was, among what the answerer read: in none of the passages
+    search gave it (not_retrieved); in a passage, but in no sentence it weighs (not_one_sentence: the fact spans
+    sentences, or its passage is past those read); in a sentence ranked below the one chosen (ranked_lower, with
+    both sentences' lexical share and cosine); in the best-ranked sentence, refused (by the threshold or a rule of
+    the question's kind) or answered with other sentences (not_shown)."""
+    gold = [squash(a) for a in q.answers]
+    if not any(g in squash(p.text) for p in passages for g in gold):
+        return {"stage": "not_retrieved", "passages": len(passages)}
+    ranked = candidates(q.question, passages)
+    at = next((i for i, c in enumerate(ranked) if any(g in squash(c.text) for g in gold)), None)
+    if at is None:
+        return {"stage": "not_one_sentence", "sentences": len(ranked)}
+    stage = "ranked_lower" if at else "refused" if abstained else "not_shown"
+    fact, best = ranked[at], ranked[0]
+    return {"stage": stage, "rank": at + 1, "of": len(ranked),
+            "lexical": round(fact.lexical, 3), "cosine": round(fact.similarity, 3) if fact.similarity else None,
+            "best_lexical": round(best.lexical, 3),
+            "best_cosine": round(best.similarity, 3) if best.similarity else None,
+            "evidence": round(fact.evidence, 3)}
+
+
 # --- running ---------------------------------------------------------------------------------------------------
 
 Ask = Callable[[str], Answer]
@@ -240,12 +269,18 @@ def run(ds: AnswerSet, comps, *, agent: str = "local", splits: tuple[str, ...] =
     ask = ASKERS[agent](comps)
     ask("warm up")
     questions = [q for q in ds.questions if q.split in splits]
+    read: list[list[Passage]] = []  # the passages of each sentence pick (none with a model that writes its answer)
+    comps.answering.observer = lambda _question, passages: read.append(passages)
     rows = []
     for i, q in enumerate(questions, start=1):
+        read.clear()
         t = time.perf_counter()
         answer = ask(q.question)
         ms = (time.perf_counter() - t) * 1000
-        rows.append({**score(q, answer, texts), "ms": round(ms, 1)})
+        row = {**score(q, answer, texts), "ms": round(ms, 1)}
+        if q.answerable and not row["right"] and read:
+            row["fact_at"] = fact_at(q, read[-1], comps.answering.candidates, abstained=row["abstained"])
+        rows.append(row)
         if progress:
             progress(i, len(questions))
     documents = len(ds.corpus.corpus) if ds.corpus is not None else len(ds.docs)
@@ -283,6 +318,9 @@ def _metrics(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "refused_answerable": sum(r["abstained"] for r in ans),
         "refused_with_fact_at_a_place": sum(r.get("pointed", False) for r in ans),
         "misattributed_sentences": sum(len(r["misattributed"]) for r in rows),
+        # Of the answerable questions answered wrong, where their facts were (`fact_at`).
+        "wrong_fact_at": {stage: n for stage in FACT_STAGES
+                          if (n := sum(r.get("fact_at", {}).get("stage") == stage for r in ans))},
         "stray_excerpts": sum(len(r.get("stray_excerpts", ())) for r in rows),
         "p50_ms": round(percentile(lat, 50), 1), "p95_ms": round(percentile(lat, 95), 1),
     }

@@ -420,13 +420,24 @@ class Answering:
     similarity: Similarity | None = None
     stats: Callable[[], CorpusStats | None] | None = None
     min_score: float | None = 0.0  # None: the thresholds tuned per language for the bundled model
+    # Told of every question and the passages it is answered from: `bench-answers` reads them again to say where a
+    # wrong answer's fact was (not in the passages, ranked below the sentence chosen, or refused by the gate).
+    observer: Callable[[str | Query, list[Passage]], None] | None = None
+
+    def _stats(self) -> CorpusStats | None:
+        if self.stats is None:
+            return None
+        try:
+            return self.stats()
+        except Exception:  # IDF weights refine the choice; without them every term weighs the same
+            return None
 
     def pick(self, question: str | Query, passages: list[Passage]) -> list[Picked]:
-        stats = None
-        if self.stats is not None:
-            try:
-                stats = self.stats()
-            except Exception:  # IDF weights refine the choice; without them every term weighs the same
-                stats = None
-        return pick_sentences(question, passages, stats, similarity=self.similarity,
+        if self.observer is not None:
+            self.observer(question, passages)
+        return pick_sentences(question, passages, self._stats(), similarity=self.similarity,
                               min_score=ANSWER_MIN_SCORE if self.min_score is None else self.min_score)
+
+    def candidates(self, question: str | Query, passages: list[Passage]) -> list[Candidate]:
+        """Every sentence `pick` weighs for the question, best first, scored as `pick` scores them."""
+        return rank_sentences(question, passages, self._stats(), similarity=self.similarity)[2]

@@ -306,11 +306,16 @@ def bench_answers(
                           str(m["misattributed_sentences"]), str(m["stray_excerpts"]), f"{m['p50_ms']:.0f}",
                           f"{m['p95_ms']:.0f}")
         out.print(table)
+        for key, m in res["summary"].items():
+            if m.get("wrong_fact_at"):
+                out.print(f"{key}: the facts of the wrong answers were "
+                          + ", ".join(f"{FACT_STAGE_WORDS[k]} {n}" for k, n in m["wrong_fact_at"].items()),
+                          highlight=False)
         if show_failures:
             from citerag.cli.common import one_line
 
             for r in ab.failures(res["rows"]):
-                what = "answered" if r["answerable"] else "should abstain"
+                what = "should answer" if r["answerable"] else "should abstain"
                 out.print(f"[bold]{r['id']}[/] ({what}): {one_line(r['answer'], 160)} "
                           f"cited {', '.join(r['cited']) or 'nothing'}", highlight=False)
                 for m in r["misattributed"]:
@@ -319,6 +324,30 @@ def bench_answers(
                 for m in r.get("stray_excerpts", ()):
                     out.print(f"   [red]stray excerpt[/] under {m['cited']}: {one_line(m['excerpt'], 120)}",
                               highlight=False)
+                if "fact_at" in r:
+                    out.print(f"   fact: {_fact_at(r['fact_at'])}", highlight=False)
+
+
+FACT_STAGE_WORDS = {"not_retrieved": "not in the passages searched", "not_one_sentence": "in no one sentence",
+                    "ranked_lower": "ranked below the chosen sentence", "refused": "in the best sentence, refused",
+                    "not_shown": "in the best sentence, not shown"}
+
+
+def _fact_at(f: dict) -> str:
+    """"ranked 25 of 161 (lexical 0.472, cosine 0.857; the best sentence's 0.865, 0.897)"."""
+    if f["stage"] == "not_retrieved":
+        return f"in none of the {f['passages']} passages search gave the answerer"
+    if f["stage"] == "not_one_sentence":
+        return f"in a passage, but in none of the {f['sentences']} sentences weighed"
+    said = f"lexical {f['lexical']:.3f}, cosine {_num(f['cosine'])}"
+    if f["stage"] != "ranked_lower":
+        return f"{FACT_STAGE_WORDS[f['stage']]} (evidence {f['evidence']:.3f}; {said})"
+    return (f"ranked {f['rank']} of {f['of']} ({said}; the best sentence's {f['best_lexical']:.3f}, "
+            f"{_num(f['best_cosine'])})")
+
+
+def _num(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"
 
 
 def _pct(x: float | None, ci95: list[float] | None = None) -> str:
