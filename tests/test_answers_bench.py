@@ -234,6 +234,26 @@ def test_a_who_question_gets_the_lead_sentence_that_names_the_person_the_matchin
     assert [p.sentence for p in one] == ["She designed the river crossing at Elm Point in 1990."]
 
 
+def test_a_who_question_gets_the_lead_that_names_the_person_with_a_middle_name_the_title_leaves_out():
+    # JaQuAD's "アルトン・エリス" opens "アルトン・ニーアマイア・エリスは、…": the lead names the title's person.
+    ja = Passage(source_id="S1", title="山田・花子", lang="ja",
+                 text="山田・ミドル・花子は、日本の建築家である。東京で生まれ、京都の大学で学んだ。"
+                      "木造の図書館を設計し、建築賞を受賞した。")
+    picked = pick_sentences("木造の図書館を設計し、建築賞を受賞した建築家は誰ですか？", [ja], min_score=0.3)
+    assert picked[0].sentence == "山田・ミドル・花子は、日本の建築家である。"
+    en = Passage(source_id="S2", title="Ada Park",
+                 text="Ada Lovelace Park is a bridge engineer. She designed the river crossing at Elm Point in 1990.")
+    assert pick_sentences("Who designed the river crossing at Elm Point?", [en], min_score=0.3)[0].sentence \
+        == "Ada Lovelace Park is a bridge engineer."
+    # A lead that opens with the first name and goes on to someone else is not the person's.
+    other = Passage(source_id="S3", title="Ada Park",
+                    text="Ada Lovelace wrote about engines, and Park is a town. She designed the river crossing at Elm "
+                         "Point in 1990.")
+    assert [p.sentence for p in pick_sentences("Who designed the river crossing at Elm Point?", [other],
+                                               min_score=0.3)] \
+        == ["She designed the river crossing at Elm Point in 1990."]
+
+
 def test_the_model_reads_each_sentence_under_its_heading_or_its_documents_title():
     # A sentence alone often does not say what it is about ("浮動小数点数は…" under "浮動小数点型"); a text file's
     # line range says nothing, so its title stands in.

@@ -137,7 +137,23 @@ def _named_subject(query: Query, usable: list[Passage], candidates: list[Candida
             or any(title in normalize(c.text) for c in picked):
         return None
     return next((c for c in candidates if c.rank == best.rank and c.pos == c.last == 0
-                 and normalize(c.text).startswith(title)), None)
+                 and _opens_with(normalize(c.text), title)), None)
+
+
+_NAME_PARTS = re.compile(r"[・･\s]+")
+# One or two middle names between a title's first and last, in normalised (lower-case) text: "ada lovelace park",
+# "アルトン・ニーアマイア・エリス".
+_MIDDLE_NAMES = r"(?:[・･\s]+(?:[a-z][\w.'-]*|[ァ-ヴー]+|[一-龥]+)){1,2}[・･\s]+"
+
+
+def _opens_with(text: str, name: str) -> bool:
+    """Does the sentence open with the name, its full form included: an article titled "アルトン・エリス" opens
+    "アルトン・ニーアマイア・エリスは、…"."""
+    if text.startswith(name):
+        return True
+    parts = [p for p in _NAME_PARTS.split(name) if p]
+    return len(parts) >= 2 and re.match(re.escape(parts[0]) + _MIDDLE_NAMES + re.escape(parts[-1])
+                                        + r"(?![ァ-ヴーa-z])", text) is not None
 
 
 # A sentence that opens by pointing back ("It then uses a pattern…", "事実、…ルナ20号がその場所に降り立ち…", "同年8月に
