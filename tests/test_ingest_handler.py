@@ -101,11 +101,39 @@ def test_poison_and_permanent_failures_go_to_the_dlq_with_their_reason(env):
                        "supported: .htm, .html, .markdown, .md, .pdf, .text, .txt"]
 
 
+def test_an_object_over_the_size_limit_is_refused_before_its_body_is_read(env):
+    # A multi-GB upload must not be read into the function's memory: GetObject's ContentLength says enough.
+    env["comps"].settings.max_file_bytes = 1000
+    put(env, "big.txt", b"word " * 2000)
+    put(env, "small.txt", b"A short note about filters.")
+    reads = []
+
+    class Counting:  # the real client, with every body read counted
+        def __init__(self, s3):
+            self.s3 = s3
+
+        def get_object(self, **kw):
+            obj = self.s3.get_object(**kw)
+            body, read = obj["Body"], obj["Body"].read
+            body.read = lambda *a: reads.append((kw["Key"], a)) or read(*a)
+            return obj
+
+    from citerag.adapters.object_stores import S3ObjectSource
+
+    env["comps"].object_source = S3ObjectSource(Counting(env["s3"]))
+    ev = sqs_event({"Records": [s3_record("big.txt")]}, {"Records": [s3_record("small.txt")]})
+    assert run(ev, env["comps"]) == {"batchItemFailures": []}
+    assert [key for key, _ in reads] == ["small.txt"]
+    reasons = [m["MessageAttributes"]["reason"]["StringValue"] for m in dlq_messages(env)]
+    assert reasons == [f"s3://{BUCKET}/big.txt: object is too large (10,000 bytes; the limit is 1,000)"]
+    assert set(docs(env)) == {f"s3://{BUCKET}/small.txt"}
+
+
 def test_transient_failures_are_reported_for_retry(env, monkeypatch):
     put(env, "faq-en.md", (SAMPLES / "faq-en.md").read_bytes())
 
     class Down:
-        def get(self, bucket, key):
+        def get(self, bucket, key, max_bytes=None):
             raise DependencyError(f"cannot read s3://{bucket}/{key}: SlowDown")
 
     env["comps"].object_source = Down()

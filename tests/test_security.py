@@ -119,7 +119,7 @@ def test_oversized_lists_and_strings_are_refused_with_the_limit():
         filters.validate({"a": {"$in": list(range(101))}})
     with pytest.raises(FilterSyntaxError, match="longer than 512"):
         filters.validate({"a": "x" * 513})
-    with pytest.raises(FilterSyntaxError, match="not a number"):
+    with pytest.raises(FilterSyntaxError, match="not a finite number"):
         filters.validate({"a": float("nan")})
 
 
@@ -444,3 +444,118 @@ def test_markup_and_escape_sequences_in_documents_never_reach_the_terminal(tmp_p
         assert "\x1b" not in r.output and "\x07" not in r.output
         if args[0] == "search":
             assert "[/bold]" in r.output and "[/]" in r.output  # shown as text, not interpreted
+
+
+# --- a second attack pass: half characters, numbers JSON cannot hold, ids, sizes, turns ----------------------------
+
+
+def test_half_a_character_in_a_query_is_a_reprompt_and_never_trips_the_breakers(tenants):
+    # "\ud83d" is valid JSON (an emoji cut in half at the model's length limit); no UTF-8 encoder writes it, so it
+    # failed the embedding call, and five such calls opened the breaker for every session of the container.
+    for b in tenants.breakers.values():
+        b.reset()
+    half = json.loads('"HEPA filter \\ud83d"')
+    for _ in range(6):
+        resp, body = _search(tenants, [q(half)])
+        assert resp["response"]["functionResponse"]["responseState"] == "REPROMPT"
+        assert "half of a character" in body["hint"]
+        json.dumps(resp, ensure_ascii=False).encode("utf-8")  # the reply itself is writable
+    assert {b.state for b in tenants.breakers.values()} == {"closed"}
+    _, body = _search(tenants, [q("warranty")])
+    assert body["results"] and not body.get("notes")
+
+
+@pytest.mark.parametrize("value", ['{"page": {"$gte": NaN}}', '{"page": {"$lt": -Infinity}}', '{"page": 1e400}',
+                                   '{"lang": "en\\ud800"}'])
+def test_numbers_json_cannot_hold_and_half_characters_in_filters_are_refused(tenants, value):
+    # Python's json reads NaN, Infinity and 1e400; the Pinecone SDK would send each as null, and the local index
+    # matched nothing, telling the model nothing was relevant.
+    resp, body = _search(tenants, [q("warranty"), {"name": "filters", "type": "string", "value": value}])
+    assert resp["response"]["functionResponse"]["responseState"] == "REPROMPT"
+    assert "not a valid filter" in body["hint"]
+    assert ("finite number" in body["hint"]) != ("half of a character" in body["hint"])
+
+
+@pytest.mark.parametrize("forge", ["S\u0661-", "S\uff11-", "S01-"])
+def test_an_id_with_other_digits_than_the_one_issued_is_reprompted(forge):
+    # `\d` took the Arabic-Indic and full-width "1" for S1, and "S01" verified as S1 too.
+    from citerag.citations import source_ids
+    from citerag.citations.parser import ParserConfig, parse
+
+    issued = source_ids.make("k" * 16, "abc", 1)
+    forged = issued.replace("S1-", forge)
+    raw = f"<answer><answer_part><text>Twelve months.</text><sources><source>{forged}</source></sources>" \
+          "</answer_part></answer>"
+    out = parse({"messageVersion": "1.0", "promptType": "ORCHESTRATION", "invokeModelRawResponse": raw},
+                ParserConfig(source_id_key="k" * 16))["orchestrationParsedResponse"]
+    assert "which no search returned" in out["parsingErrorDetails"]["repromptResponse"]
+    assert source_ids.verify("k" * 16, issued)
+
+
+def test_the_parsers_reply_is_writable_and_bounded_whatever_the_model_wrote():
+    from awslambdaric.lambda_runtime_marshaller import to_json
+
+    from citerag.citations import source_ids
+    from citerag.citations.parser import MAX_ASK, ParserConfig, parse
+
+    def orchestration(raw: str) -> dict:
+        return parse({"messageVersion": "1.0", "promptType": "ORCHESTRATION", "invokeModelRawResponse": raw},
+                     ParserConfig(source_id_key="k" * 16))
+
+    sid = source_ids.make("k" * 16, "abc", 1)
+    # Half an emoji in the answer: the runtime writes the reply as UTF-8 (python3.12 on), which failed on it.
+    text = f"<answer><answer_part><text>Replace it yearly \\ud83d</text><sources><source>{sid}</source></sources>" \
+           "</answer_part></answer>"
+    out = orchestration('{"content":[{"type":"text","text":"' + text + '"}],"stop_reason":"end_turn"}')
+    final = out["orchestrationParsedResponse"]["responseDetails"]["agentFinalResponse"]["responseText"]
+    assert final == "Replace it yearly \ufffd"
+    os.environ["AWS_EXECUTION_ENV"] = "AWS_Lambda_python3.13"
+    try:
+        to_json(out).encode("utf-8")
+    finally:
+        del os.environ["AWS_EXECUTION_ENV"]
+    # What the model wrote is echoed back bounded: a 900,000-character "id", a 15,000-character question.
+    bogus = orchestration("<answer><answer_part><text>x</text><sources><source>" + "Z" * 900_000
+                          + "</source></sources></answer_part></answer>")
+    assert len(bogus["orchestrationParsedResponse"]["parsingErrorDetails"]["repromptResponse"]) < 400
+    ask = orchestration("<function_calls><invoke><tool_name>user::askuser</tool_name><parameters><question>"
+                        + "Which one? " * 1500 + "</question></parameters></invoke></function_calls>")
+    assert len(ask["orchestrationParsedResponse"]["responseDetails"]["agentAskUser"]["responseText"]) <= MAX_ASK
+    # A null query is no query, not the query "null".
+    null = orchestration('{"content":[{"type":"tool_use","id":"t1","name":"docs__search_documents",'
+                         '"input":{"query":null}}],"stop_reason":"tool_use"}')
+    assert "needs a <query>" in null["orchestrationParsedResponse"]["parsingErrorDetails"]["repromptResponse"]
+
+
+def test_session_attributes_that_leave_no_room_for_passages_are_refused_within_the_budget(tenants):
+    ev = search_event([q("warranty")])
+    ev["sessionAttributes"], ev["promptSessionAttributes"] = {"app": "x" * 12_000}, {"p": "y" * 12_000}
+    resp = search_handler.build(tenants)(ev, LocalContext())
+    body = assert_action_group_response(resp, budget=25_000)
+    assert "together are larger than 16,384 bytes" in body["error"]
+    assert resp["sessionAttributes"] == ev["sessionAttributes"]  # the session's own state is kept
+    ev["sessionAttributes"], ev["promptSessionAttributes"] = {"app": "x" * 8_000}, {"p": "y" * 8_000}
+    body = assert_action_group_response(search_handler.build(tenants)(ev, LocalContext()), budget=25_000)
+    assert body["results"]
+
+
+def test_a_new_question_gets_every_retry_even_after_a_turn_that_ended_mid_retry(tenants):
+    # sessionAttributes outlive the turn (botocore bedrock-agent-runtime SessionState: "persist across a session"):
+    # the count a turn left behind made the next question's first miss its last.
+    handler = search_handler.build(tenants)
+
+    def miss(question: str, session: dict) -> tuple[str, dict]:
+        ev = search_event([q("zzqx unknown vocabulary")], session=session)
+        ev["inputText"] = question
+        resp = handler(ev, LocalContext())
+        body = assert_action_group_response(resp)
+        return body.get("hint") or body.get("message"), resp["sessionAttributes"]
+
+    session: dict = {}
+    for _ in range(2):
+        said, session = miss("Who won the 2022 World Cup?", session)
+    assert "Attempt 2 of 3" in said
+    said, session = miss("What is the capital of Australia?", session)
+    assert "Attempt 1 of 3" in said
+    said, _ = miss("What is the capital of Australia?", session)
+    assert "Attempt 2 of 3" in said

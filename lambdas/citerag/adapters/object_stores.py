@@ -8,22 +8,40 @@ from typing import Any
 
 from citerag.adapters.aws import error_code
 from citerag.errors import DependencyError
-from citerag.ingestion.ports import ObjectGone
+from citerag.ingestion.ports import ObjectGone, ObjectTooLarge
 
 
 class S3ObjectSource:
     def __init__(self, client: Any) -> None:
         self.s3 = client
 
-    def get(self, bucket: str, key: str) -> tuple[bytes, dict[str, str]]:
+    def get(self, bucket: str, key: str, max_bytes: int | None = None) -> tuple[bytes, dict[str, str]]:
         try:
             obj = self.s3.get_object(Bucket=bucket, Key=key)
-            return obj["Body"].read(), dict(obj.get("Metadata") or {})
+            body = obj["Body"]
+            # GetObject's ContentLength comes with the headers: a multi-GB upload is refused before its body is
+            # read into a function with 2 GB of memory (botocore service model s3, GetObjectOutput).
+            size = obj.get("ContentLength")
+            if max_bytes is not None and isinstance(size, int) and size > max_bytes:
+                body.close()
+                raise ObjectTooLarge(_too_large(size, max_bytes))
+            data = body.read() if max_bytes is None else body.read(max_bytes + 1)
+            if max_bytes is not None and len(data) > max_bytes:
+                body.close()
+                raise ObjectTooLarge(_too_large(None, max_bytes))
+            return data, dict(obj.get("Metadata") or {})
+        except ObjectTooLarge:
+            raise
         except Exception as exc:
             code = error_code(exc)
             if code in ("NoSuchKey", "404"):
                 raise ObjectGone(key) from None
             raise DependencyError(f"cannot read s3://{bucket}/{key}: {code}") from None
+
+
+def _too_large(size: int | None, limit: int) -> str:
+    held = f"{size:,} bytes" if size is not None else f"more than {limit:,} bytes"
+    return f"object is too large ({held}; the limit is {limit:,})"
 
 
 class LocalObjectSource:
@@ -32,12 +50,15 @@ class LocalObjectSource:
     def __init__(self, root: Path) -> None:
         self.root = Path(root).resolve()
 
-    def get(self, bucket: str, key: str) -> tuple[bytes, dict[str, str]]:
+    def get(self, bucket: str, key: str, max_bytes: int | None = None) -> tuple[bytes, dict[str, str]]:
         path = (self.root / key).resolve()
         if self.root not in path.parents and path != self.root:
             raise ObjectGone(key)  # a key that escapes the folder names nothing in it
         if not path.is_file():
             raise ObjectGone(key)
+        size = path.stat().st_size
+        if max_bytes is not None and size > max_bytes:
+            raise ObjectTooLarge(_too_large(size, max_bytes))
         return path.read_bytes(), {}
 
 

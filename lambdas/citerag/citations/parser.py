@@ -18,7 +18,7 @@ from citerag.citations import messages_format as mf
 from citerag.citations import source_ids
 from citerag.citations.pii import DEFAULT_RULES, PiiMasker
 from citerag.citations.tool import FUNCTION_NAME
-from citerag.documents.text import detect_language
+from citerag.documents.text import detect_language, encodable
 
 VALID_CATEGORIES = {"D", "E"}
 CATEGORY_MEANING = {
@@ -74,7 +74,9 @@ def parse(event: Any, config: ParserConfig | None = None) -> dict[str, Any]:
         if prompt_type == "ORCHESTRATION":
             out["orchestrationParsedResponse"] = _reprompt("", "Your output could not be read. Either call a "
                                                            "function in <function_calls> or answer in <answer>.")
-    return out
+    # The model's text may hold half an emoji ("\ud83d", cut at its length limit): the Lambda runtime writes the
+    # response as UTF-8 and would fail on it, so the half becomes U+FFFD.
+    return encodable(out)
 
 
 # --- pre-processing ----------------------------------------------------------------------------------------
@@ -144,10 +146,12 @@ def _orchestration_messages(resp: mf.ModelResponse, cfg: ParserConfig, version: 
 
 
 def _string_inputs(args: dict[str, Any]) -> dict[str, str]:
-    """Tool inputs as the action group receives them: every parameter value a string (numbers kept as written)."""
+    """Tool inputs as the action group receives them: every parameter value a string (numbers kept as written). A
+    null is a parameter not given ({"query": null} is no query, not the query "null")."""
     import json
 
-    return {str(k): v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for k, v in args.items()}
+    return {str(k): v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for k, v in args.items()
+            if v is not None}
 
 
 def _calls(calls: list[cf.Invoke], rationale: str, cfg: ParserConfig, version: str,
@@ -162,7 +166,7 @@ def _calls(calls: list[cf.Invoke], rationale: str, cfg: ParserConfig, version: s
         if not question:
             return _reprompt(rationale, f"{ask_user} needs a question parameter with the question for the user.")
         return {"rationale": rationale, "responseDetails": {
-            "invocationType": "ASK_USER", "agentAskUser": {"responseText": _mask(question, cfg)[0],
+            "invocationType": "ASK_USER", "agentAskUser": {"responseText": _mask(_clip(question, MAX_ASK), cfg)[0],
                                                           "id": first.id or _id()}}}
     invocations = []
     for call in calls if version == "2.0" else calls[:1]:
@@ -194,13 +198,22 @@ def _final(parts: list[cf.AnswerPart], rationale: str, cfg: ParserConfig) -> dic
     bad = sorted({s for p in parts for s in p.sources if not _verifies(s, cfg)})
     if bad:
         return _reprompt(rationale, (
-            f"The answer cites {', '.join(bad[:5])}, which no search returned. Cite only source ids copied exactly "
-            "from the search results (they look like S1-abcdef), or call search_documents again."))
+            f"The answer cites {', '.join(_clip(b, 40) for b in bad[:5])}, which no search returned. Cite only "
+            "source ids copied exactly from the search results (they look like S1-abcdef), or call "
+            "search_documents again."))
     gen_parts = _parts(parts, cfg)
     text = " ".join(p["text"] for p in gen_parts)
     return {"rationale": rationale, "responseDetails": {
         "invocationType": "FINISH",
         "agentFinalResponse": {"responseText": text, "citations": {"generatedResponseParts": gen_parts}}}}
+
+
+MAX_ASK = 2000  # characters of a question for the user: a clarifying question, not a document
+
+
+def _clip(text: str, limit: int) -> str:
+    """Model-written text echoed back, bounded: an "id" or a question may be the whole output."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _verifies(source_id: str, cfg: ParserConfig) -> bool:

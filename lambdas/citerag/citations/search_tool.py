@@ -7,6 +7,7 @@ counter, degraded modes, and packing so the *whole Lambda response* stays within
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Callable
@@ -28,6 +29,7 @@ from citerag.search.query import Query, analyze
 Envelope = Callable[["ToolResult", str], dict[str, Any]]
 
 RETRY_ATTRIBUTE = "citerag_search_retries"
+TURN_ATTRIBUTE = "citerag_search_turn"  # which question the retry count is of
 
 ResponseState = Literal["REPROMPT", "FAILURE"] | None
 
@@ -77,10 +79,17 @@ class SearchTool:
 
     # --- entry point ----------------------------------------------------------------------------------------
 
-    def run(self, parameters: Any, session_attributes: Any, envelope: Envelope) -> tuple[ToolResult, str]:
+    def run(self, parameters: Any, session_attributes: Any, envelope: Envelope,
+            turn: str | None = None) -> tuple[ToolResult, str]:
         """Return (result, body). `envelope(result, body)` builds the complete response the caller will send, so
-        the byte budget is checked against exactly what leaves the function."""
+        the byte budget is checked against exactly what leaves the function. `turn` is the user's input of this
+        turn when the session attributes outlive it (Classic's sessionAttributes persist across the session): the
+        retry count then starts again with each question, not where a turn that ended mid-retry left it."""
         session = string_map(session_attributes)
+        if turn is not None:
+            mark = hashlib.sha256(turn.encode("utf-8", "replace")).hexdigest()[:12]
+            if session.get(TURN_ATTRIBUTE) != mark:
+                session = {**session, RETRY_ATTRIBUTE: "0", TURN_ATTRIBUTE: mark}
         result = self._decide(parameters, session)
         if result.outcome == "ok":
             return result, self._pack(result, envelope)

@@ -17,8 +17,10 @@ from collections.abc import Sequence
 
 from citerag.search.passage import Passage
 
-SOURCE_ID_RE = re.compile(r"S(\d{1,3})-([a-z2-7]{3})([a-z2-7]{3})")
-FIND_RE = re.compile(r"\bS\d{1,3}-[a-z2-7]{6}\b")
+# ASCII digits without a leading zero: `\d` would take "S١" (Arabic-Indic) or "S１" (full width) for S1, and "S01"
+# verifies as S1 too, so an id no search gave would pass as one it did.
+SOURCE_ID_RE = re.compile(r"S([1-9][0-9]{0,2})-([a-z2-7]{3})([a-z2-7]{3})")
+FIND_RE = re.compile(r"\bS[1-9][0-9]{0,2}-[a-z2-7]{6}\b")
 
 
 def _b32(data: bytes, n: int) -> str:

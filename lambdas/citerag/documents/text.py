@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from typing import Any
 
 # Hiragana, katakana, CJK ideographs (incl. ext. A), half/full-width forms used in Japanese text.
 _CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
@@ -44,6 +45,26 @@ _GLYPH_CODES_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 def mark_unmapped_glyphs(text: str) -> str:
     """A PDF's text with each glyph read as a control character as U+FFFD, Unicode's "unknown"."""
     return _GLYPH_CODES_RE.sub("\ufffd", text)
+
+
+# A UTF-16 surrogate alone: JSON may escape one ("\ud83d", an emoji cut in half at a model's length limit) and
+# Python decodes it, but no UTF-8 encoder writes it, so an event, a log line or a response holding one fails.
+_LONE_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+
+def has_lone_surrogate(text: str) -> bool:
+    return _LONE_SURROGATE_RE.search(text) is not None
+
+
+def encodable(value: Any) -> Any:
+    """The value (a string, or lists and dicts of them) with every lone surrogate as U+FFFD: writable as UTF-8."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE_RE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [encodable(v) for v in value]
+    if isinstance(value, dict):
+        return {encodable(k): encodable(v) for k, v in value.items()}
+    return value
 
 
 # What a question or search query is cleaned of: control characters, and U+FFFD (a byte a client could not decode).

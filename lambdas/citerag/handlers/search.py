@@ -66,7 +66,8 @@ def build(components) -> Handler:
                 "filters?, top_k?): call that instead."))), state="REPROMPT")
         try:
             result, body = tool.run(ev["parameters"], ev["sessionAttributes"],
-                                    lambda r, b: envelope(ev, b, r.state, r.session_attributes))
+                                    lambda r, b: envelope(ev, b, r.state, r.session_attributes),
+                                    turn=ev["inputText"] if isinstance(ev.get("inputText"), str) else "")
         except Exception:  # never let the agent see a stack trace
             logger.exception("search failed")
             return envelope(ev, dumps_body(message_payload(error=INTERNAL_ERROR)))
@@ -102,9 +103,15 @@ def validate_event(event: Any) -> str | None:
         return "event parameters must be a list"
     if isinstance(params, list) and len(params) > MAX_PARAMETERS:
         return f"event has more than {MAX_PARAMETERS} parameters"
-    for key in ("sessionAttributes", "promptSessionAttributes"):
-        if len(json.dumps(string_map(event.get(key)))) > MAX_ATTRIBUTES_BYTES:
+    sizes = {key: len(json.dumps(string_map(event.get(key)))) for key in ("sessionAttributes",
+                                                                          "promptSessionAttributes")}
+    for key, size in sizes.items():
+        if size > MAX_ATTRIBUTES_BYTES:
             return f"event {key} are larger than {MAX_ATTRIBUTES_BYTES:,} bytes"
+    if sum(sizes.values()) > MAX_ATTRIBUTES_BYTES:
+        # The response echoes both, within the 25,000 bytes an action group may return: past this, no passage fits.
+        return (f"event sessionAttributes and promptSessionAttributes together are larger than "
+                f"{MAX_ATTRIBUTES_BYTES:,} bytes")
     return None
 
 
@@ -115,14 +122,18 @@ def sanitize_event(event: Any) -> dict[str, Any]:
     ev = event if isinstance(event, dict) else {}
     params = ev.get("parameters") if isinstance(ev.get("parameters"), list) else []
     session = string_map(ev.get("sessionAttributes"))
+    if len(json.dumps(session)) > MAX_ATTRIBUTES_BYTES:
+        session = {}
     prompt_session = string_map(ev.get("promptSessionAttributes"))
+    if len(json.dumps(session)) + len(json.dumps(prompt_session)) > MAX_ATTRIBUTES_BYTES:
+        prompt_session = {}  # only on an event validate_event refuses: its reply must stay within the budget
     return {
         **ev,
         "actionGroup": _name(ev.get("actionGroup")),
         "function": _name(ev.get("function")),
         "parameters": [p for p in params[:MAX_PARAMETERS] if isinstance(p, dict) and isinstance(p.get("name"), str)],
-        "sessionAttributes": session if len(json.dumps(session)) <= MAX_ATTRIBUTES_BYTES else {},
-        "promptSessionAttributes": prompt_session if len(json.dumps(prompt_session)) <= MAX_ATTRIBUTES_BYTES else {},
+        "sessionAttributes": session,
+        "promptSessionAttributes": prompt_session,
     }
 
 

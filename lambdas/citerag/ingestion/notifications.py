@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from citerag.errors import DependencyError
 from citerag.ingestion.files import IngestResult
 from citerag.ingestion.ingestor import Ingestor
-from citerag.ingestion.ports import DeadLetterSink, ObjectGone, ObjectSource
+from citerag.ingestion.ports import DeadLetterSink, ObjectGone, ObjectSource, ObjectTooLarge
 from citerag.ingestion.s3_events import ObjectEvent, PoisonMessage, parse_notification
 
 
@@ -70,9 +70,11 @@ class NotificationIngest:
         if ev.action == "created" and ev.size == 0:
             return self._empty(ev)
         try:
-            data, meta = self.objects.get(ev.bucket, ev.key)
+            data, meta = self.objects.get(ev.bucket, ev.key, max_bytes=self.ingestor.max_file_bytes)
         except ObjectGone:
             return self.ingestor.remove(ev.uri)
+        except ObjectTooLarge as exc:
+            return IngestResult(source=ev.uri, status="failed", reason=str(exc))
         if not data:
             return self._empty(ev)
         return self.ingestor.ingest_bytes(data, ev.uri, posixpath.basename(ev.key), metadata=acl_metadata(meta))

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from citerag.documents.text import has_lone_surrogate
 from citerag.errors import FilterSyntaxError
 
 Filter = dict[str, Any]
@@ -63,6 +64,8 @@ def _validate(flt: Any, _path: str, depth_left: int, conditions: list[int]) -> N
             raise FilterSyntaxError(f"the filter has more than {MAX_CONDITIONS} conditions; simplify it")
         if not isinstance(key, str) or len(key) > MAX_TEXT:
             raise FilterSyntaxError(f"field name at {_path} is longer than {MAX_TEXT} characters")
+        if has_lone_surrogate(key):
+            raise FilterSyntaxError(f"a field name at {_path} holds half of a character (a lone UTF-16 surrogate)")
         if key.startswith("$"):
             raise FilterSyntaxError(f"unknown operator {_short(key)} at {_path}; use $and or $or to combine fields")
         elif not key:
@@ -93,6 +96,7 @@ def _validate_op(op: str, val: Any, where: str) -> None:
     elif op in _RANGE:
         if isinstance(val, bool) or not isinstance(val, (int, float)):
             raise FilterSyntaxError(f"{where} needs a number")
+        _validate_scalar(val, where)
     else:
         _validate_scalar(val, where)
 
@@ -102,8 +106,12 @@ def _validate_scalar(val: Any, where: str) -> None:
         raise FilterSyntaxError(f"{where} needs a string, number or boolean, got {type(val).__name__}")
     if isinstance(val, str) and len(val) > MAX_TEXT:
         raise FilterSyntaxError(f"{where} is longer than {MAX_TEXT} characters")
-    if isinstance(val, float) and val != val:  # NaN matches nothing and compares as nothing: refuse it
-        raise FilterSyntaxError(f"{where} is not a number")
+    if isinstance(val, str) and has_lone_surrogate(val):
+        raise FilterSyntaxError(f"{where} holds half of a character (a lone UTF-16 surrogate escape)")
+    # NaN matches nothing and compares as nothing; JSON has no infinity (Python's json reads "Infinity" and "1e400"
+    # as one, and the Pinecone SDK would send either as null): refuse both.
+    if isinstance(val, float) and not math.isfinite(val):
+        raise FilterSyntaxError(f"{where} is not a finite number")
 
 
 def _short(name: Any) -> str:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from citerag.documents.text import detect_language
+from citerag.documents.text import detect_language, has_lone_surrogate
 from citerag.errors import QueryError
 from citerag.search.sparse import term_id, tokenize
 
@@ -39,6 +39,10 @@ def validate_text(query: Any) -> str:
     if not isinstance(query, str):
         raise QueryError("the query must be text")
     q = query.replace("\x00", " ").strip()
+    if has_lone_surrogate(q):
+        # Not echoed: the message would carry the same unwritable character back.
+        raise QueryError("the query holds half of a character (a lone UTF-16 surrogate escape such as \\ud83d); "
+                         "send the query as plain text")
     if not q:
         raise QueryError("the query is empty; ask a question or give some keywords")
     if len(q) > MAX_QUERY_CHARS:
