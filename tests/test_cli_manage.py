@@ -101,6 +101,31 @@ def test_remove_and_reset(tmp_path):
     assert json.loads(run("docs", "--json").stdout)["samples"] is True  # back to the samples
 
 
+def test_reset_and_the_index_option_never_touch_what_is_not_an_index(tmp_path):
+    # `reset --index ~/Documents` deleted the folder, `--index page.html` the page; opening another program's
+    # SQLite database as the index wrote this index's tables into it.
+    import sqlite3
+
+    folder = _folder(tmp_path)
+    page = tmp_path / "page.html"
+    page.write_text("<p>Keep me.</p>")
+    other = tmp_path / "other.db"
+    with sqlite3.connect(other) as conn:
+        conn.execute("CREATE TABLE bookmarks (url TEXT)")
+    for target in (folder, page, other):
+        r = run("reset", "--yes", "--index", str(target))
+        assert r.exit_code == 1 and "is not a citerag index, so nothing was deleted" in r.output
+    assert (folder / "pump.md").exists() and page.read_text() == "<p>Keep me.</p>"
+    for command in (("docs",), ("ingest", str(folder))):
+        r = run(*command, "--index", str(other))
+        assert r.exit_code == 1 and "is not a citerag index" in r.output and "delete it" not in r.output
+    with sqlite3.connect(other) as conn:
+        assert [t for (t,) in conn.execute("SELECT name FROM sqlite_master")] == ["bookmarks"]
+    index = tmp_path / "mine.sqlite"
+    assert run("ingest", str(folder), "--index", str(index)).exit_code == 0
+    assert run("reset", "--yes", "--index", str(index)).exit_code == 0 and not index.exists()
+
+
 def test_remove_a_folder_removes_every_document_under_it(tmp_path):
     folder = _folder(tmp_path)
     run("ingest", str(folder))

@@ -90,6 +90,10 @@ class SqliteIndex:
         self._mask_lock = threading.Lock()
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
+        if self.path.exists() and not is_index_file(self.path):
+            # Opening would write this index's tables into another program's database (or fail on a document).
+            raise IndexError_(f"{self.path} is not a citerag index; --index names the index file ingest makes, "
+                              "or a new file's path")
         try:
             self._conn = sqlite3.connect(str(self.path), timeout=timeout, check_same_thread=False,
                                          isolation_level=None)
@@ -691,10 +695,50 @@ def index_files(path: Path) -> list[Path]:
     return [Path(str(path) + suffix) for suffix in ("", "-wal", "-shm", "-snapshot")]
 
 
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def is_index_file(path: Path) -> bool:
+    """Is the file an embedded index: an SQLite file with this index's tables, or an index too damaged to read
+    (what a reset is for)? Never a folder, a document, or another program's database."""
+    try:
+        if not path.is_file():
+            return False
+        with path.open("rb") as f:
+            head = f.read(len(SQLITE_HEADER))
+    except OSError:
+        return False
+    if not head:
+        return True  # SQLite's empty database: nothing in it to lose
+    if head != SQLITE_HEADER:
+        # A file named as an index whose header is gone is a damaged index (a reset deletes it, opening says it is
+        # corrupt); any other is a document.
+        return path.suffix == ".sqlite"
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError:
+        return True
+    return {"meta", "records", "documents"} <= tables
+
+
+def check_deletable(path: Path) -> None:
+    if not is_index_file(path):
+        raise IndexError_(f"{path} is not a citerag index, so nothing was deleted; --index names the index file "
+                          "that ingest made (`citerag status` shows the one in use)")
+
+
 def remove_index_files(path: Path) -> None:
-    """Delete an embedded index and everything beside it (no process may have it open)."""
+    """Delete an embedded index and everything beside it (no process may have it open). Refuses any path that is
+    not an index: `--index ~/Documents` or `--index notes.html` given to `reset` deleted that folder or file."""
+    if not path.exists():
+        return
+    check_deletable(path)
     for p in index_files(path):
-        if p.is_dir():
+        if p.is_dir() and not p.is_symlink():
             shutil.rmtree(p, ignore_errors=True)
         else:
             p.unlink(missing_ok=True)

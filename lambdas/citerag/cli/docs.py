@@ -97,7 +97,7 @@ def reset(
     as_json: JsonOpt = False,
 ) -> None:
     """Delete the whole index (ask and search use the bundled samples again until you ingest)."""
-    from citerag.adapters.sqlite_index import remove_index_files
+    from citerag.adapters.sqlite_index import check_deletable, remove_index_files
 
     with errors(as_json):
         s = components(index).settings
@@ -106,6 +106,7 @@ def reset(
         path = s.resolved_index_path
         if not path.exists():
             raise CiteragError(f"no index at {path}")
+        check_deletable(path)  # before asking: the question would offer to delete a folder or a document
         if not yes:
             if as_json or not sys.stdin.isatty():
                 raise CiteragError("reset deletes every document: add --yes")
