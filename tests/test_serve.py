@@ -9,6 +9,7 @@ import socket
 import tempfile
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.error import HTTPError
 from urllib.parse import quote
@@ -28,14 +29,23 @@ pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromiu
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    import uvicorn
-
-    from citerag.cli.serve import build_app
-
     data = tmp_path_factory.mktemp("serve")
     mp = pytest.MonkeyPatch()
     mp.setenv("CITERAG_DATA_DIR", str(data))
     comps = open_index(None, quiet=True)  # nothing ingested: the samples' own index
+    with _serving(comps) as base:
+        with urlopen(f"{base}/api/ask?q=warranty", timeout=120) as resp:  # the model loads here, not in Chromium's
+            assert resp.status == 200
+        yield base
+    mp.undo()
+
+
+@contextmanager
+def _serving(comps):
+    import uvicorn
+
+    from citerag.cli.serve import build_app
+
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -46,13 +56,11 @@ def server(tmp_path_factory):
         if srv.started:
             break
         time.sleep(0.05)
-    base = f"http://127.0.0.1:{port}"
-    with urlopen(f"{base}/api/ask?q=warranty", timeout=120) as resp:  # the model loads here, not in Chromium's time
-        assert resp.status == 200
-    yield base
-    srv.should_exit = True
-    thread.join(10)
-    mp.undo()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        srv.should_exit = True
+        thread.join(10)
 
 
 @pytest.fixture(scope="module")
@@ -148,3 +156,32 @@ def test_only_indexed_files_are_served_and_text_is_escaped(server, browser, tmp_
     assert page.eval("document.title") != "pwned"
     assert page.eval("document.querySelectorAll('#quote b, #where b').length") == 0
 
+
+
+def test_an_indexed_web_page_is_shown_never_run_so_it_cannot_read_other_documents(browser, tmp_path):
+    # A saved web page's script, run on the server's origin, fetched another indexed file and put it in the title.
+    from citerag.components import Components
+    from citerag.settings import Settings
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "secret.md").write_text("# Secrets\n\nThe vault combination is 31-7-22.\n")
+    (docs / "evil.html").write_text(
+        "<html><head><title>Router</title></head><body><p>To reset the router, hold the button for ten seconds.</p>"
+        "<script>fetch('/file?uri=' + encodeURIComponent('" + (docs / "secret.md").as_uri() + "'))"
+        ".then(r => r.text()).then(t => { document.title = 'STOLEN:' + t })"
+        ".catch(e => { document.title = 'BLOCKED' }); document.body.dataset.ran = 'yes'</script></body></html>")
+    comps = Components(Settings(data_dir=tmp_path / "data", embedder="hashing", index_path=tmp_path / "i.sqlite"))
+    comps.ingestor().ingest_paths([docs])
+    evil = quote((docs / "evil.html").as_uri(), safe="")
+    with _serving(comps) as base:
+        with urlopen(f"{base}/file?uri={evil}") as resp:
+            assert "sandbox" in resp.headers["Content-Security-Policy"]
+            assert resp.headers["X-Content-Type-Options"] == "nosniff"
+        for url in (f"{base}/file?uri={evil}", f"{base}/source?uri={evil}&section=Router"):
+            page = browser.open(url)
+            page.wait_for("document.readyState === 'complete'")
+            time.sleep(1)  # a script would have run and its fetch answered by now
+            assert "STOLEN" not in page.eval("document.title")
+            assert page.eval("document.body.dataset.ran || ''") == ""
+        assert page.eval("document.getElementById('doc').hasAttribute('sandbox')")

@@ -169,19 +169,28 @@ def build_app(comps):
             target = f"/lines?uri={quote(uri, safe='')}&from={lines[0]}&to={lines[1]}#L{lines[0]}"
         place = location(page_n, section)
         where = f", {place}" if place else ""
+        # A document is shown, never run: an indexed web page's scripts would run on this server's origin and could
+        # read every other indexed file. Chromium's PDF viewer does not run in a sandboxed frame; a PDF runs no
+        # page script.
+        sandbox = "" if path.suffix.lower() == ".pdf" and not lines else " sandbox=''"
         body = (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(path.name)}"
                 f"</title><style>body{{font-family:system-ui,sans-serif;margin:1rem}}blockquote{{background:"
                 f"#fff3b0;padding:.6rem;margin:0 0 .8rem 0}}iframe{{width:100%;height:85vh;border:1px solid #ccc}}"
                 f"</style></head><body><h2 id='where'>{html.escape(path.name + where)}</h2>"
                 f"<blockquote id='quote'>{html.escape(quote_text)}</blockquote>"
-                f"<iframe id='doc' src='{html.escape(target)}'></iframe></body></html>")
+                f"<iframe id='doc'{sandbox} src='{html.escape(target)}'></iframe></body></html>")
         return HTMLResponse(body)
 
     async def file(request):
         path = known_file(request.query_params.get("uri", ""))
         if path is None:
             return PlainTextResponse("not a document of this index", status_code=404)
-        return FileResponse(path)
+        # Opened on its own, an HTML document gets a unique origin and no scripts (CSP sandbox), and nothing is
+        # sniffed into HTML; the PDF viewer needs no sandbox and would not render in one.
+        headers = {"X-Content-Type-Options": "nosniff"}
+        if path.suffix.lower() != ".pdf":
+            headers["Content-Security-Policy"] = "sandbox; script-src 'none'; object-src 'none'"
+        return FileResponse(path, headers=headers)
 
     async def numbered(request):
         path = known_file(request.query_params.get("uri", ""))
