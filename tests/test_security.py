@@ -434,9 +434,14 @@ def test_markup_and_escape_sequences_in_documents_never_reach_the_terminal(tmp_p
     (folder / "guide [bold red]x.md").write_text(
         "# Guide [/bold] \x1b[31mred\x1b[0m\n\nThe filter [/] lasts [link=file:///etc/passwd]six[/link] months."
         "\x1b]0;pwned\x07\n", encoding="utf-8")
+    # File names hold escapes too: `ingest` printed them raw (the screen cleared, the window title changed).
+    (folder / "ok\x1b[31mred.txt").write_text("The pump needs a new seal every year.\n", encoding="utf-8")
+    (folder / "bad\x1b]0;OWNED\x07\x1b[2Jx.txt").write_text("", encoding="utf-8")
     env = {"CITERAG_EMBEDDER": "hashing", "CITERAG_DATA_DIR": str(tmp_path / "data")}
     runner = CliRunner()
-    assert runner.invoke(app, ["ingest", str(folder)], env=env).exit_code == 0
+    r = runner.invoke(app, ["ingest", str(folder)], env=env)
+    assert r.exit_code == 0 and "ok[31mred.txt" in r.output and "bad]0;OWNED[2Jx.txt: file is empty" in r.output
+    assert "\x1b" not in r.output and "\x07" not in r.output
     for args in (["search", "filter months"], ["ask", "How long does the filter last?", "--agent", "none"],
                  ["ask", "How long does the filter last?"]):
         r = runner.invoke(app, args, env=env)

@@ -135,11 +135,11 @@ def run_ingest(comps: Components, paths: list[Path], *, sync: bool, extra: dict,
         def on_file(r) -> None:
             if not quiet and r.status in ("failed", "skipped"):
                 colour = "red" if r.status == "failed" else "yellow"
-                bar.console.print(f"[{colour}]{r.status}[/] {escape(display(r.source))}: {escape(r.reason or '')}",
+                bar.console.print(f"[{colour}]{r.status}[/] {shown(display(r.source))}: {shown(r.reason or '')}",
                                   highlight=False, soft_wrap=True)
 
         def on_progress(p: IngestProgress) -> None:
-            bar.update(task, description=escape(progress_description(p)), completed=p.passages_done,
+            bar.update(task, description=shown(progress_description(p)), completed=p.passages_done,
                        total=max(p.passages_total, 1), counts=progress_counts(p), eta=progress_eta(p))
 
         return ingestor.ingest_paths(paths, sync=sync, on_file=on_file, on_progress=on_progress)

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
 from citerag.cli.common import (
     IndexOpt,
@@ -21,6 +20,7 @@ from citerag.cli.common import (
     out,
     parse_meta,
     run_ingest,
+    shown,
 )
 
 
@@ -58,7 +58,7 @@ def _print_ingest(results, counts: dict[str, int], embedded: int, passages: int,
     """Failures and skips were printed on stderr as they happened; here what changed, then one summary line."""
     for r in results:
         if r.status in ("added", "replaced", "removed"):
-            out.print(f"[green]{r.status}[/] {escape(display(r.source))} ({r.chunks} chunks)", highlight=False,
+            out.print(f"[green]{r.status}[/] {shown(display(r.source))} ({r.chunks} chunks)", highlight=False,
                       soft_wrap=True)
     summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
     rate = f", {passages / seconds:.1f} passages/s" if passages and seconds > 0 else ""
