@@ -129,6 +129,48 @@ def test_an_object_over_the_size_limit_is_refused_before_its_body_is_read(env):
     assert set(docs(env)) == {f"s3://{BUCKET}/small.txt"}
 
 
+def test_records_sqs_never_sends_are_dropped_and_the_rest_of_the_batch_is_indexed(env):
+    # A record without a body or a messageId, and an S3 notification sent straight to the function, raised KeyError
+    # and failed the whole batch.
+    put(env, "faq-en.md", (SAMPLES / "faq-en.md").read_bytes())
+    ev = sqs_event({"Records": [s3_record("faq-en.md")]}, {"Records": [s3_record("faq-en.md")]},
+                   {"Records": [s3_record("faq-en.md")]})
+    del ev["Records"][1]["body"]
+    del ev["Records"][2]["messageId"]
+    ev["Records"].append(s3_record("faq-en.md"))  # what S3 sends when it invokes the function itself
+    assert run(ev, env["comps"]) == {"batchItemFailures": []}
+    assert set(docs(env)) == {f"s3://{BUCKET}/faq-en.md"}
+    assert dlq_messages(env) == []
+
+
+def test_a_message_is_dead_lettered_once_with_every_reason_and_not_on_each_delivery(env):
+    # Two bad records made two copies of one message; a bad record beside a transient failure made a copy on every
+    # delivery, and replaying the queue processed the notification several times.
+    put(env, "a.pptx", b"PK")
+    put(env, "b.pptx", b"PK")
+    run(sqs_event({"Records": [s3_record("a.pptx"), s3_record("b.pptx")]}), env["comps"])
+    reasons = [m["MessageAttributes"]["reason"]["StringValue"] for m in dlq_messages(env)]
+    assert len(reasons) == 1 and "a.pptx: unsupported" in reasons[0] and "b.pptx: unsupported" in reasons[0]
+    env["sqs"].purge_queue(QueueUrl=env["dlq"])
+    put(env, "c.md", b"# Care\n\nClean the filter every month.\n")
+    real = env["comps"].object_source
+
+    class Flaky:  # c.md cannot be read yet; a.pptx can never be indexed
+        def get(self, bucket, key, max_bytes=None):
+            if key == "c.md":
+                raise DependencyError(f"cannot read s3://{bucket}/{key}: SlowDown")
+            return real.get(bucket, key, max_bytes)
+
+    env["comps"].object_source = Flaky()
+    for _ in range(3):  # (a batch whose every message fails raises, which SQS retries the same way)
+        ev = sqs_event({"Records": [s3_record("a.pptx"), s3_record("c.md")]}, {"Event": "s3:TestEvent"})
+        assert run(ev, env["comps"]) == {"batchItemFailures": [{"itemIdentifier": "msg-0"}]}
+    assert dlq_messages(env) == []  # SQS's redrive moves it after its last delivery
+    env["comps"].object_source = real
+    run(sqs_event({"Records": [s3_record("a.pptx"), s3_record("c.md")]}), env["comps"])
+    assert len(dlq_messages(env)) == 1 and f"s3://{BUCKET}/c.md" in docs(env)
+
+
 def test_transient_failures_are_reported_for_retry(env, monkeypatch):
     put(env, "faq-en.md", (SAMPLES / "faq-en.md").read_bytes())
 

@@ -54,10 +54,28 @@ def build(components) -> Handler:
         if not isinstance(event, dict) or not isinstance(event.get("Records"), list):
             logger.error("not an SQS event")
             return {"batchItemFailures": []}
-        return process_partial_response(event=event, record_handler=record_handler, processor=processor,
-                                        context=context)
+        records = [r for r in event["Records"] if _deliverable(r)]
+        if not records:
+            return {"batchItemFailures": []}
+        return process_partial_response(event={**event, "Records": records}, record_handler=record_handler,
+                                        processor=processor, context=context)
 
     return handler
+
+
+def _deliverable(record: Any) -> bool:
+    """An SQS record this function can process or report (batchItemFailures names a record by its messageId).
+    Anything else is logged, by kind only, and dropped: redelivering it could never help."""
+    if isinstance(record, dict) and record.get("eventSource") == "aws:s3":
+        logger.error("an S3 notification reached the function directly; the stack sends them through SQS")
+        return False
+    if not isinstance(record, dict) or not isinstance(record.get("messageId"), str) or not record["messageId"]:
+        logger.error("SQS record without a messageId")
+        return False
+    if not isinstance(record.get("body"), str):
+        logger.error("SQS record without a body", extra={"message_id": record["messageId"][:100]})
+        return False
+    return True
 
 
 # The Lambda entry point (the function's Handler setting).

@@ -56,11 +56,13 @@ class NotificationIngest:
                 on_result(r)
             if r.status == "failed":
                 if r.transient:
+                    # Redelivered whole: its permanent failures are dead-lettered on the delivery that ends, so
+                    # the queue holds one copy of the message, not one per delivery.
                     raise TransientFailure(f"transient failure for {ev.uri}: {r.reason}")
-                reason = f"{ev.uri}: {r.reason}"
-                self.dead_letters.send(body, message_id, reason)
-                dead.append(reason)
+                dead.append(f"{ev.uri}: {r.reason}")
             results.append(r)
+        if dead:  # one copy of the message, with every reason
+            self.dead_letters.send(body, message_id, "; ".join(dead))
         return NotificationOutcome(results=results, dead_letter="; ".join(dead) or None)
 
     def _apply(self, ev: ObjectEvent) -> IngestResult:
