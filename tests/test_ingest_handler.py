@@ -112,6 +112,9 @@ def test_an_object_over_the_size_limit_is_refused_before_its_body_is_read(env):
         def __init__(self, s3):
             self.s3 = s3
 
+        def head_object(self, **kw):
+            return self.s3.head_object(**kw)
+
         def get_object(self, **kw):
             obj = self.s3.get_object(**kw)
             body, read = obj["Body"], obj["Body"].read
@@ -161,6 +164,9 @@ def test_a_message_is_dead_lettered_once_with_every_reason_and_not_on_each_deliv
                 raise DependencyError(f"cannot read s3://{bucket}/{key}: SlowDown")
             return real.get(bucket, key, max_bytes)
 
+        def version(self, bucket, key):
+            return real.version(bucket, key)
+
     env["comps"].object_source = Flaky()
     for _ in range(3):  # (a batch whose every message fails raises, which SQS retries the same way)
         ev = sqs_event({"Records": [s3_record("a.pptx"), s3_record("c.md")]}, {"Event": "s3:TestEvent"})
@@ -169,6 +175,31 @@ def test_a_message_is_dead_lettered_once_with_every_reason_and_not_on_each_deliv
     env["comps"].object_source = real
     run(sqs_event({"Records": [s3_record("a.pptx"), s3_record("c.md")]}), env["comps"])
     assert len(dlq_messages(env)) == 1 and f"s3://{BUCKET}/c.md" in docs(env)
+
+
+def test_the_older_of_two_uploads_indexed_at_once_never_ends_in_the_index(env):
+    # Two invocations, two uploads of one key: the one that read the first version wrote last, and nothing
+    # corrected it. Here B's whole invocation runs while A holds version ONE between reading and writing.
+    from citerag.adapters.object_stores import S3ObjectSource
+
+    put(env, "guide.md", b"# Guide\n\nVersion ONE: the filter lasts 6 months.\n")
+    container_b = ingest_handler.build(env["comps"])
+
+    class SlowFirstRead(S3ObjectSource):
+        held = False
+
+        def get(self, bucket, key, max_bytes=None):
+            obj = super().get(bucket, key, max_bytes)
+            if not self.held:
+                self.held = True
+                put(env, "guide.md", b"# Guide\n\nVersion TWO: the filter lasts 12 months.\n")
+                container_b(sqs_event({"Records": [s3_record("guide.md")]}), LocalContext())
+            return obj
+
+    env["comps"].object_source = SlowFirstRead(env["s3"])
+    assert run(sqs_event({"Records": [s3_record("guide.md")]}), env["comps"]) == {"batchItemFailures": []}
+    hits = env["comps"].pipeline().search("How long does the filter last?", top_k=3).hits
+    assert hits and "Version TWO" in hits[0].text and not any("Version ONE" in h.text for h in hits)
 
 
 def test_transient_failures_are_reported_for_retry(env, monkeypatch):

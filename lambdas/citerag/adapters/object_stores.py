@@ -8,14 +8,14 @@ from typing import Any
 
 from citerag.adapters.aws import error_code
 from citerag.errors import DependencyError
-from citerag.ingestion.ports import ObjectGone, ObjectTooLarge
+from citerag.ingestion.ports import ObjectGone, ObjectTooLarge, StoredObject
 
 
 class S3ObjectSource:
     def __init__(self, client: Any) -> None:
         self.s3 = client
 
-    def get(self, bucket: str, key: str, max_bytes: int | None = None) -> tuple[bytes, dict[str, str]]:
+    def get(self, bucket: str, key: str, max_bytes: int | None = None) -> StoredObject:
         try:
             obj = self.s3.get_object(Bucket=bucket, Key=key)
             body = obj["Body"]
@@ -29,14 +29,27 @@ class S3ObjectSource:
             if max_bytes is not None and len(data) > max_bytes:
                 body.close()
                 raise ObjectTooLarge(_too_large(None, max_bytes))
-            return data, dict(obj.get("Metadata") or {})
+            return StoredObject(data, dict(obj.get("Metadata") or {}), obj.get("ETag"))
         except ObjectTooLarge:
             raise
         except Exception as exc:
-            code = error_code(exc)
-            if code in ("NoSuchKey", "404"):
-                raise ObjectGone(key) from None
-            raise DependencyError(f"cannot read s3://{bucket}/{key}: {code}") from None
+            raise _read_error(exc, bucket, key) from None
+
+    def version(self, bucket: str, key: str) -> str | None:
+        try:
+            return self.s3.head_object(Bucket=bucket, Key=key).get("ETag")
+        except Exception as exc:
+            err = _read_error(exc, bucket, key)
+            if isinstance(err, ObjectGone):
+                return None
+            raise err from None
+
+
+def _read_error(exc: Exception, bucket: str, key: str) -> Exception:
+    code = error_code(exc)
+    if code in ("NoSuchKey", "404", "NotFound"):  # HeadObject has no body, so no NoSuchKey: a bare 404
+        return ObjectGone(key)
+    return DependencyError(f"cannot read s3://{bucket}/{key}: {code}")
 
 
 def _too_large(size: int | None, limit: int) -> str:
@@ -59,7 +72,15 @@ class LocalObjectSource:
         size = path.stat().st_size
         if max_bytes is not None and size > max_bytes:
             raise ObjectTooLarge(_too_large(size, max_bytes))
-        return path.read_bytes(), {}
+        version = self.version(bucket, key)
+        return StoredObject(path.read_bytes(), {}, version)
+
+    def version(self, bucket: str, key: str) -> str | None:
+        path = (self.root / key).resolve()
+        if (self.root not in path.parents and path != self.root) or not path.is_file():
+            return None
+        st = path.stat()
+        return f"{st.st_mtime_ns}-{st.st_size}"
 
 
 class SqsDeadLetters:

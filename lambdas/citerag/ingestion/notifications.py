@@ -20,6 +20,8 @@ from citerag.ingestion.ingestor import Ingestor
 from citerag.ingestion.ports import DeadLetterSink, ObjectGone, ObjectSource, ObjectTooLarge
 from citerag.ingestion.s3_events import ObjectEvent, PoisonMessage, parse_notification
 
+MAX_REREADS = 3  # each a newer upload that landed while the one before was indexed
+
 
 class TransientFailure(RuntimeError):
     """Retrying later may succeed: let the queue redeliver the message."""
@@ -68,18 +70,28 @@ class NotificationIngest:
     def _apply(self, ev: ObjectEvent) -> IngestResult:
         """Make the index match the object as it is now, whatever the event says: notifications arrive late and
         out of order (a stale ObjectRemoved after a newer ObjectCreated must not delete a live document), so
-        both kinds read the current object and index it, or remove the document when it is gone."""
-        if ev.action == "created" and ev.size == 0:
-            return self._empty(ev)
+        both kinds read the current object and index it, or remove the document when it is gone. Then the object
+        must still be the one read: two invocations handling two uploads of one key at once, the one that read
+        the older version could write last, and no later event would correct it; a changed object is read
+        again (by the invocation that wrote last, so the index ends at what the bucket holds)."""
+        result, seen = self._reconcile(ev)
+        for _ in range(MAX_REREADS):
+            if result.status == "failed" or self.objects.version(ev.bucket, ev.key) == seen:
+                break
+            result, seen = self._reconcile(ev)
+        return result
+
+    def _reconcile(self, ev: ObjectEvent) -> tuple[IngestResult, str | None]:
         try:
-            data, meta = self.objects.get(ev.bucket, ev.key, max_bytes=self.ingestor.max_file_bytes)
+            obj = self.objects.get(ev.bucket, ev.key, max_bytes=self.ingestor.max_file_bytes)
         except ObjectGone:
-            return self.ingestor.remove(ev.uri)
+            return self.ingestor.remove(ev.uri), None
         except ObjectTooLarge as exc:
-            return IngestResult(source=ev.uri, status="failed", reason=str(exc))
-        if not data:
-            return self._empty(ev)
-        return self.ingestor.ingest_bytes(data, ev.uri, posixpath.basename(ev.key), metadata=acl_metadata(meta))
+            return IngestResult(source=ev.uri, status="failed", reason=str(exc)), None
+        if not obj.data:
+            return self._empty(ev), obj.version
+        return self.ingestor.ingest_bytes(obj.data, ev.uri, posixpath.basename(ev.key),
+                                          metadata=acl_metadata(obj.metadata)), obj.version
 
     def _empty(self, ev: ObjectEvent) -> IngestResult:
         # An empty object holds no document: whatever was indexed under its key is gone; nothing to dead-letter.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 
 class ObjectGone(Exception):
@@ -13,10 +13,19 @@ class ObjectTooLarge(Exception):
     """The object is larger than the ingestor takes: known before its bytes are read."""
 
 
+class StoredObject(NamedTuple):
+    data: bytes
+    metadata: dict[str, str]  # user metadata (x-amz-meta-*)
+    version: str | None  # what tells this upload from the next (S3: the ETag)
+
+
 class ObjectSource(Protocol):
-    def get(self, bucket: str, key: str, max_bytes: int | None = None) -> tuple[bytes, dict[str, str]]:
-        """Object bytes and user metadata (x-amz-meta-*). Raises ObjectGone when it no longer exists, and
-        ObjectTooLarge, without reading it, when it holds more than max_bytes."""
+    def get(self, bucket: str, key: str, max_bytes: int | None = None) -> StoredObject:
+        """The object as it is now. Raises ObjectGone when it no longer exists, and ObjectTooLarge, without
+        reading it, when it holds more than max_bytes."""
+
+    def version(self, bucket: str, key: str) -> str | None:
+        """The version `get` would read now (None: the object is gone), without reading the object."""
 
 
 class DeadLetterSink(Protocol):
