@@ -335,12 +335,13 @@ def test_debug_logging_never_shows_the_pinecone_key_or_the_session_token(monkeyp
     from citerag.adapters import aws
 
     monkeypatch.setenv("AWS_SESSION_TOKEN", "FQoGZXIvYXdzEXAMPLETOKEN0123456789")
-    caplog.set_level(logging.DEBUG)  # the root logger at DEBUG, as a Lambda with LOG_LEVEL=DEBUG has it
-    for name in ("botocore", "urllib3", "aws_lambda_powertools"):
-        logging.getLogger(name).setLevel(logging.DEBUG)
     with mock_aws():
+        # The test's own setup, before DEBUG: run alone, its create_secret request was the only leak.
         boto3.client("secretsmanager", region_name="ap-northeast-1").create_secret(
             Name="citerag/pinecone", SecretString='{"apiKey": "pcsk_live_DEBUGSECRET42"}')
+        caplog.set_level(logging.DEBUG)  # the root logger at DEBUG, as a Lambda with LOG_LEVEL=DEBUG has it
+        for name in ("botocore", "urllib3", "aws_lambda_powertools"):
+            logging.getLogger(name).setLevel(logging.DEBUG)
         from aws_lambda_powertools.utilities import parameters
 
         parameters.clear_caches()
@@ -564,3 +565,26 @@ def test_a_new_question_gets_every_retry_even_after_a_turn_that_ended_mid_retry(
     assert "Attempt 1 of 3" in said
     said, _ = miss("What is the capital of Australia?", session)
     assert "Attempt 2 of 3" in said
+
+
+def test_a_loaded_secret_is_withheld_from_tracebacks_and_structured_fields_too():
+    # Only the message was cleaned: a secret in an exception (logged by logger.exception, as the handlers log every
+    # failure) or in an `extra` field was written whole.
+    import io
+
+    from aws_lambda_powertools import Logger
+
+    from citerag.adapters import log_safety
+
+    secret = "pcsk_test_" + "7" * 24
+    log_safety.register_secret(secret)
+    buf = io.StringIO()
+    logger = Logger(service="citerag-test-secrets", level="INFO", logger_handler=logging.StreamHandler(buf))
+    try:
+        raise ConnectionError(f"POST /query failed, headers={{'Api-Key': '{secret}'}}")
+    except ConnectionError:
+        logger.exception("search failed")
+    logger.info("object", extra={"reason": f"boom {secret}", "nested": {"key": [secret]}})
+    out = buf.getvalue()
+    assert secret not in out
+    assert out.count("[secret withheld]") >= 3 and "search failed" in out and "ConnectionError" in out

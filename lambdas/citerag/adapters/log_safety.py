@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import logging
 import threading
+import traceback
+from typing import Any
 
 _SDK_LOGGERS = ("botocore", "boto3", "urllib3", "s3transfer", "aiobotocore", "httpx", "httpcore")
 _SECRETS: set[str] = set()
@@ -54,4 +56,46 @@ def install() -> None:
             return record
 
         logging.setLogRecordFactory(factory)
+        # The factory runs before a record gets its `extra` fields, and an exception's traceback is formatted only
+        # when the record is written: both are cleaned once the record is complete.
+        make_record = logging.Logger.makeRecord
+
+        def complete_record(self, *args, **kwargs) -> logging.LogRecord:
+            record = make_record(self, *args, **kwargs)
+            if _SECRETS:
+                _scrub(record)
+            return record
+
+        logging.Logger.makeRecord = complete_record  # type: ignore[method-assign]
         _installed = True
+
+
+_STANDARD_FIELDS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_clean(v) for v in value)
+    return value
+
+
+def _scrub(record: logging.LogRecord) -> None:
+    for key, value in list(vars(record).items()):
+        if key not in _STANDARD_FIELDS:
+            record.__dict__[key] = _clean(value)
+    if record.exc_info and record.exc_info[1] is not None:
+        text = "".join(traceback.format_exception(*record.exc_info))
+        clean = redact(text)
+        if clean != text:
+            # The exception itself holds the secret (its message, its arguments): the record keeps the traceback
+            # as redacted text instead of the exception object every formatter would print whole.
+            try:
+                message = record.getMessage()
+            except Exception:
+                message = str(record.msg)
+            record.msg, record.args = f"{redact(message)}\n{clean.rstrip()}", ()
+            record.exc_info, record.exc_text = None, None
