@@ -55,7 +55,9 @@ async def session_calls(read, write):
 
 
 def check_session(init, tools, search, ask):
-    assert init.server_info.name == "citerag"
+    from importlib.metadata import version
+
+    assert init.server_info.name == "citerag" and init.server_info.version == version("citerag")
     by_name = {t.name: t for t in tools.tools}
     assert set(by_name) == {FUNCTION_NAME, "ask"}
     assert by_name[FUNCTION_NAME].input_schema == input_schema()

@@ -31,11 +31,22 @@ ASK_DESCRIPTION = (
     "`related` lists the files and pages search found: places to look, not sources of a claim (cite none of them).")
 
 
+def _version() -> str:
+    """The installed citerag's version, which `initialize` reports as serverInfo.version (it was "")."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("citerag")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "0+unknown"
+
+
 def build_server(components, *, access: dict[str, str] | None = None) -> MCPServer:
     tool = components.search_tool()
     session = dict(access or {})
-    server = MCPServer("citerag", instructions=INSTRUCTION + " Cite the source_id, file and page (or section) of "
-                                                             "every passage you use.")
+    server = MCPServer("citerag", version=_version(),
+                       instructions=INSTRUCTION + " Cite the source_id, file and page (or section) of every "
+                                                  "passage you use.")
 
     def search_documents(query: Any = None, filters: Any = None, top_k: Any = None) -> dict[str, Any]:
         result, body = tool.run({"query": query, "filters": filters, "top_k": top_k}, session, lambda r, b: b)
