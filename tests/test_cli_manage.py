@@ -126,6 +126,23 @@ def test_reset_and_the_index_option_never_touch_what_is_not_an_index(tmp_path):
     assert run("reset", "--yes", "--index", str(index)).exit_code == 0 and not index.exists()
 
 
+def test_ingest_says_when_indexed_files_are_gone_and_reads_a_linked_file_once(tmp_path):
+    # A renamed file stayed searchable under its old name (cited twice) with "nothing to do" and no word of --sync;
+    # a link beside its target was "added" twice and counted as two documents.
+    folder = _folder(tmp_path)
+    (folder / "link.md").symlink_to("pump.md")
+    first = json.loads(run("ingest", str(folder), "--json").stdout)
+    assert first["summary"]["added"] == 2 and first["files_gone"] == []
+    (folder / "pump.md").rename(folder / "pumps.md")
+    (folder / "link.md").unlink()
+    r = run("ingest", str(folder))
+    assert "1 indexed document under these paths has no file any more (deleted or renamed)" in r.stdout
+    assert "pump.md; add --sync to remove it" in r.stdout
+    r = run("ingest", str(folder), "--sync", "--json")
+    assert json.loads(r.stdout)["summary"]["removed"] == 1 and json.loads(r.stdout)["files_gone"] == []
+    assert sorted(d["title"] for d in json.loads(run("docs", "--json").stdout)["documents"]) == ["Pump", "Valve"]
+
+
 def test_remove_a_folder_removes_every_document_under_it(tmp_path):
     folder = _folder(tmp_path)
     run("ingest", str(folder))

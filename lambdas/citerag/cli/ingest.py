@@ -19,6 +19,7 @@ from citerag.cli.common import (
     errors,
     out,
     parse_meta,
+    plural,
     run_ingest,
     shown,
 )
@@ -44,12 +45,21 @@ def ingest(
                   for s in ("added", "replaced", "unchanged", "removed", "skipped", "failed")}
         embedded = comps.embedder.misses
         passages = sum(r.chunks for r in results if r.status in ("added", "replaced"))
+        # Without --sync, documents whose files were deleted or renamed stay searchable (and a renamed one is cited
+        # twice): say so, and how to drop them.
+        gone = [] if sync else comps.ingestor(extra).gone(paths)
         if as_json:
             print(json.dumps({"summary": counts, "embedded": embedded, "passages": passages,
-                              "seconds": round(seconds, 3), "results": [r.model_dump() for r in results]},
-                             ensure_ascii=False))
+                              "seconds": round(seconds, 3), "results": [r.model_dump() for r in results],
+                              "files_gone": gone}, ensure_ascii=False))
         else:
             _print_ingest(results, counts, embedded, passages, seconds)
+            if gone:
+                one = len(gone) == 1
+                out.print(f"[yellow]{plural(len(gone), 'indexed document')} under these paths "
+                          f"{'has' if one else 'have'} no file any more (deleted or renamed): "
+                          f"{shown(display(gone[0]))}{'' if one else ', …'}; add --sync to remove "
+                          f"{'it' if one else 'them'}[/]", highlight=False, soft_wrap=True)
         if counts["failed"] and not (counts["added"] or counts["replaced"] or counts["unchanged"]):
             raise typer.Exit(1)
 

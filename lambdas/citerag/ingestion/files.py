@@ -39,7 +39,16 @@ def expand_paths(roots: list[Path]) -> tuple[list[Path], list[IngestResult]]:
             files.append(root)  # named by the user: checked when it is read
         else:
             results.append(IngestResult(source=str(root), status="failed", reason="no such file or folder"))
-    return files, results
+    # A document is its resolved file: a link beside its target, or a file named twice (a folder and a file in it),
+    # is read once, not once per name (it was reported "added" twice and counted as two).
+    seen: set[Path] = set()
+    unique = []
+    for f in files:
+        key = f.resolve() if f.exists() else f
+        if key not in seen:
+            seen.add(key)
+            unique.append(f)
+    return unique, results
 
 
 def _walk(root: Path) -> tuple[list[Path], list[IngestResult]]:

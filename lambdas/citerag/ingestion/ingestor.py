@@ -238,15 +238,19 @@ class Ingestor:
 
     def _sync(self, roots: list[Path]) -> list[IngestResult]:
         """Remove documents whose files under the given roots no longer exist."""
-        removed = []
-        resolved = [r.resolve() for r in roots]
+        return [self.remove(uri) for uri in self.gone(roots)]
+
+    def gone(self, roots: Iterable[Path]) -> list[str]:
+        """The indexed documents under the given files or folders whose files no longer exist (deleted, renamed)."""
+        resolved = [Path(r).resolve() for r in roots]
+        out = []
         for info in self.index.list_documents(self.namespace):
             path = uri_to_path(info.source_uri)
             if path is None or path.exists():
                 continue
             if any(path == r or r in path.parents for r in resolved):
-                removed.append(self.remove(info.source_uri))
-        return removed
+                out.append(info.source_uri)
+        return out
 
 
 class _PipelineRun:
