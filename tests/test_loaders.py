@@ -177,6 +177,27 @@ def test_utf8_bom_is_accepted():
     assert doc.sections[0].text == "こんにちは。"
 
 
+@pytest.mark.parametrize("codec", ["shift_jis", "cp932", "euc_jp", "utf-16", "utf-32"])
+def test_japanese_text_in_a_legacy_encoding_or_with_a_byte_order_mark_is_read(codec):
+    # Old Japanese manuals are Shift_JIS or EUC-JP, Notepad's "Unicode" is UTF-16 with a mark: all were refused.
+    text = "フィルターは1年ごとに交換してください。\n交換の目安は、ランプが点滅したときです。\n"
+    doc = load_bytes(text.encode(codec), "file:///manual.txt", "manual.txt")
+    assert doc.sections[0].text.strip() == text.strip()
+
+
+def test_an_html_page_is_read_in_the_charset_it_declares():
+    page = ('<html><head><meta http-equiv="Content-Type" content="text/html; charset=EUC-JP">'
+            "<title>取扱説明書</title></head><body><h1>お手入れ</h1><p>フィルターは1年ごとに交換します。</p>"
+            "</body></html>")
+    doc = load_bytes(page.encode("euc_jp"), "file:///guide.html", "guide.html")
+    assert doc.title == "取扱説明書" and "フィルターは1年ごとに交換します。" in doc.sections[0].text
+    latin = '<meta charset="iso-8859-1"><p>Le café est prêt.</p>'.encode("latin-1")
+    assert "café" in load_bytes(latin, "file:///c.html", "c.html").sections[0].text
+    # A page that declares a charset it is not written in is refused, not shown as mojibake.
+    with pytest.raises(DocumentError, match="declared charset shift_jis"):
+        load_bytes('<meta charset="Shift_JIS"><p>\x80\x81</p>'.encode("latin-1"), "file:///b.html", "b.html")
+
+
 @pytest.mark.parametrize(
     ("name", "data", "message"),
     [
@@ -185,7 +206,7 @@ def test_utf8_bom_is_accepted():
         ("corrupt.pdf", b"%PDF-1.4\n1 0 obj << /Type /Catalog >>\ngarbage", "PDF is corrupt"),
         ("not-a-pdf.pdf", b"PK\x03\x04 this is a zip file", "not a PDF file"),
         ("scan.pdf", None, "no text layer"),
-        ("sjis.txt", "日本語のテキスト".encode("shift_jis"), "not valid UTF-8"),
+        ("latin1.txt", "Le café est prêt à être servi.".encode("latin-1"), "not valid UTF-8.*iconv -f its encoding"),
         ("empty.txt", b"", "file is empty"),
         ("blank.txt", b"  \n\t\n", "only whitespace"),
         ("binary.txt", b"\x00\x01\x02binary", "binary file"),

@@ -15,6 +15,7 @@ from html.parser import HTMLParser
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from citerag.documents.encodings import decode_text
 from citerag.documents.model import LoadedDocument, Section, content_hash_of, doc_id_for
 from citerag.documents.text import is_cjk, mark_unmapped_glyphs, resolve_overstrike
 from citerag.errors import DocumentError
@@ -515,7 +516,7 @@ _MD_LINK_DEFINITION = re.compile(r"^ {0,3}\[(?!\^)[^\]]{1,999}\]:\s*\S+\s*(?:[\"
 
 
 def _load_markdown(data: bytes, name: str, max_pages: int) -> tuple[str | None, list[Section]]:
-    text = _strip_html_comments(_decode_utf8(data))
+    text = _strip_html_comments(decode_text(data))
     title: str | None = None
     path: list[tuple[int, str]] = []
     sections: list[Section] = []
@@ -778,7 +779,7 @@ class _Readable(HTMLParser):
 
 
 def _load_html(data: bytes, name: str, max_pages: int) -> tuple[str | None, list[Section]]:
-    text = _decode_utf8(data)
+    text = decode_text(data, html=True)
     parser = _Readable()
     parser.feed(text)
     parser.close()
@@ -797,7 +798,7 @@ def _load_html(data: bytes, name: str, max_pages: int) -> tuple[str | None, list
 
 def _load_text(data: bytes, name: str, max_pages: int) -> tuple[str | None, list[Section]]:
     # The chunker cites text files by line range; a man page saved from a pipe is read as it shows.
-    text = _join_hyphenated(_tidy(resolve_overstrike(_decode_utf8(data)), keep_lines=True))
+    text = _join_hyphenated(_tidy(resolve_overstrike(decode_text(data)), keep_lines=True))
     if not text.strip():
         raise DocumentError("text file contains only whitespace")
     return None, [Section(text=text)]
@@ -819,18 +820,6 @@ def _join_hyphenated(text: str) -> str:
 
 
 # --- shared --------------------------------------------------------------------------------------------------
-
-
-def _decode_utf8(data: bytes) -> str:
-    if b"\x00" in data[:8192]:
-        raise DocumentError("looks like a binary file (contains NUL bytes), not text")
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise DocumentError(
-            f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
-            "convert it first, e.g. iconv -f SHIFT_JIS -t UTF-8"
-        ) from None
 
 
 def _tidy(text: str, *, keep_lines: bool = False) -> str:
