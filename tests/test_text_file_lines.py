@@ -180,3 +180,13 @@ def test_numbered_lines_count_as_the_loader_does_and_show_text_as_text(tmp_path)
     assert "<span id='L4' class='cited'><i>4</i>Second &lt;b&gt;line&lt;/b&gt;.</span>" in page
     assert "<span id='L3'><i>3</i>Intro line.</span>" in page and "<span id='L5'><i>5</i>Third line.</span>" in page
     assert [_number(v) for v in ("12", "\u00b2", "9" * 5000, "-3", "")] == [12, 0, 0, 0, 0]
+
+
+def test_a_shift_jis_file_opens_at_its_cited_line_in_its_own_encoding(tmp_path):
+    from citerag.cli.serve import numbered_lines
+
+    data = "一行目です。\n交換時期は1年です。\n三行目です。\n".encode("cp932")
+    (tmp_path / "t.txt").write_bytes(data)
+    cited = {c.text: c.section for c in chunk_document(load_path(tmp_path / "t.txt"), max_chars=12, overlap_chars=0)}
+    assert cited["交換時期は1年です。"] == "line 2"
+    assert "<span id='L2' class='cited'><i>2</i>交換時期は1年です。</span>" in numbered_lines(data, 2, 2)

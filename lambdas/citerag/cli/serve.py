@@ -19,6 +19,7 @@ from citerag.citations.extractive import NOT_FOUND_OPENINGS
 from citerag.citations.verified import FALLBACK
 from citerag.cli.common import IndexOpt, NamespaceOpt, app, err, errors, open_index
 from citerag.documents.chunking import first_line, line_bounds
+from citerag.documents.encodings import decode_text
 from citerag.documents.text import resolve_overstrike
 from citerag.errors import CiteragError
 from citerag.search.passage import location
@@ -213,7 +214,11 @@ def numbered_lines(data: bytes, first: int, last: int) -> str:
     """A text file as the loader counts its lines (documents/loaders.py: any line ending), each with its number
     and an anchor, lines first..last marked and CONTEXT_LINES either side of them shown; the text is escaped,
     never markup."""
-    text = resolve_overstrike(data.decode("utf-8-sig", errors="replace"))
+    try:  # in the encoding the loader read it in, so the lines shown are the lines cited
+        text = decode_text(data)
+    except CiteragError:
+        text = data.decode("utf-8-sig", errors="replace")
+    text = resolve_overstrike(text)
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     start = max(1, first - CONTEXT_LINES) if first else 1
     stop = min(len(lines), last + CONTEXT_LINES) if last else len(lines)
