@@ -586,3 +586,21 @@ def test_a_paragraphs_short_last_line_keeps_its_break_on_a_japanese_page():
     full = "フィルターはペットのいる家庭では十二か月ごとに、それ以外の家庭では十八か月ごとに交換"
     page = "\n".join([full] * 8 + ["してください。表示ランプは赤く点灯しま", "お手入れの前に電源を切ってください。"])
     assert unwrap_lines(page).endswith("赤く点灯しま\nお手入れの前に電源を切ってください。")
+
+
+def test_a_sphinx_pages_sidebar_bars_and_permalinks_are_not_content():
+    # The Debian Developer's Reference (Sphinx): "前のトピックへ" and "このページ ソースコードを表示" were indexed
+    # under the last real section, filled "Where to look", and every section path ended in "¶".
+    page = """<html><head><title>Duties</title></head><body>
+<div class="related" role="navigation" aria-label="Related"><ul><li><a href="a.html">前のトピックへ</a></li></ul></div>
+<div class="body" role="main"><section id="x"><h1>3.2. 管理者的な責務<a class="headerlink" href="#x">¶</a></h1>
+<p>年会費はありません。</p><section id="y"><h2>目的<a class="headerlink" href="#y">¶</a></h2>
+<div><div><p>本文です。</p></div></div><p>続きです。</p></section></section></div>
+<div class="sphinxsidebar" role="navigation"><h3>目次</h3><ul><li>このページ ソースコードを表示</li></ul>
+<div id="searchbox" role="search"><input type="text" name="q"></div></div>
+<p aria-hidden="true">装飾</p><p>最後の段落です。</p></body></html>"""
+    doc = load_bytes(page.encode(), "file:///d.html", "d.html")
+    text = "\n".join(s.text for s in doc.sections)
+    assert [s.section for s in doc.sections] == ["3.2. 管理者的な責務", "3.2. 管理者的な責務 > 目的"]
+    assert "本文です。" in text and "続きです。" in text and "最後の段落です。" in text
+    assert not any(w in text for w in ("前のトピックへ", "ソースコード", "目次", "¶", "装飾"))

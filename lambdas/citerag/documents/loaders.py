@@ -640,6 +640,22 @@ _BLOCK_TAGS = {
     "h6", "pre", "blockquote", "table", "ul", "ol", "dd", "dt",
 }
 _SKIP_TAGS = {"script", "style", "noscript", "template", "svg", "nav"}
+# Elements that are a page's navigation by their attributes, not their tag: Sphinx's sidebar and related-pages bar
+# (<div role="navigation">: "前のトピックへ", "このページ ソースコードを表示" were indexed as the section above them), a
+# search box, content hidden from readers, and the permalink a heading carries (<a class="headerlink">¶</a>).
+_SKIP_ROLES = {"navigation", "search"}
+_SKIP_CLASSES = {"headerlink", "sphinxsidebar", "related"}
+
+
+def _is_navigation(attrs) -> bool:
+    for key, value in attrs:
+        value = (value or "").strip().lower()
+        if (key == "role" and value in _SKIP_ROLES) or (key == "aria-hidden" and value == "true"):
+            return True
+        if key == "class" and _SKIP_CLASSES.intersection(value.split()):
+            return True
+    return False
+_VOID_TAGS = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 
 
@@ -673,9 +689,16 @@ class _Readable(HTMLParser):
         self._cell: list[str] | None = None
         self._cell_is_header = self._cell_spans = False
         self._nested = 0  # tables open inside the open cell
+        self._skipped_tag: str | None = None  # the element skipped for its attributes, while inside it
+        self._skipped_depth = 0
 
     def handle_starttag(self, tag: str, attrs) -> None:
+        if self._skipped_tag == tag:
+            self._skipped_depth += 1
         if tag in _SKIP_TAGS:
+            self._skip += 1
+        elif self._skipped_tag is None and tag not in _VOID_TAGS and _is_navigation(attrs):
+            self._skipped_tag, self._skipped_depth = tag, 1
             self._skip += 1
         elif tag == "title":
             self._in_title = True
@@ -700,6 +723,11 @@ class _Readable(HTMLParser):
         self._block(tag)
 
     def handle_endtag(self, tag: str) -> None:
+        if tag == self._skipped_tag:
+            self._skipped_depth -= 1
+            if not self._skipped_depth:
+                self._skipped_tag = None
+                self._skip -= 1
         if tag in _SKIP_TAGS and self._skip:
             self._skip -= 1
         elif tag == "title":
