@@ -16,7 +16,7 @@ from citerag.settings import Settings
 from conftest import SAMPLES
 
 KEY = "agentcore-test-key-0123456789"
-ACME_DOC = "The Acme service password rotation period is 45 days. Contact security@acme.example for exceptions."
+ACME_DOC = "The Acme service password rotation period is 45 days. Contact k.sato@acme.example for exceptions."
 
 
 def usage(inp: int = 10, out: int = 5) -> dict[str, Any]:

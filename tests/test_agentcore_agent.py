@@ -182,13 +182,13 @@ def test_a_malformed_tenant_is_denied_not_widened(comps):
 def test_personal_data_is_masked_in_the_answer_and_its_span(comps):
     def cite_email(messages):
         r = last_results(messages)[0]
-        return text_turn(answer_xml(("Contact security@acme.example for exceptions.", [r["source_id"]])))
+        return text_turn(answer_xml(("Contact k.sato@acme.example for exceptions.", [r["source_id"]])))
 
     events = run(comps.agentcore_agent(ScriptedModel(classify(), tool_turn({"query": "Acme exceptions contact"}),
                                                      cite_email)), "Who handles exceptions?",
                  access={"tenant": "acme"})
     final = events[-1]
-    assert "security@acme.example" not in json.dumps(final["text"]) and "[EMAIL]" in final["text"]
+    assert "k.sato@acme.example" not in json.dumps(final["text"]) and "[EMAIL]" in final["text"]
     c = final["citations"][0]
     assert final["text"][c["span"]["start"]:c["span"]["end"]] == c["text"] == "Contact [EMAIL] for exceptions."
     assert of(events, "grading")[0]["pii_masked"] == ["email"]

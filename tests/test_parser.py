@@ -157,6 +157,17 @@ def test_personal_data_is_masked_in_answers():
     assert text == "Contact [EMAIL] or [PHONE], card [CARD], My Number [MY_NUMBER]."
 
 
+def test_a_role_or_list_address_is_not_personal_data_and_stays_in_the_answer():
+    # "What is the bug report address?" got "Report bugs to: [EMAIL]" (libtasn1's manual); a mailing list the
+    # Developer's Reference names was masked too. A person's address still is.
+    m = PiiMasker()
+    for public in ("bug-libtasn1@gnu.org", "debian-mentors@lists.debian.org", "support@kumo.example.com",
+                   "debian-l10n-japanese@lists.debian.org", "postmaster@example.jp"):
+        assert m.mask(f"Write to {public}.") == (f"Write to {public}.", [])
+    for person in ("taro.yamada@example.co.jp", "hanako@gmail.com", "k.sato@acme.example"):
+        assert m.mask(f"Write to {person}.") == ("Write to [EMAIL].", ["email"])
+
+
 def test_pii_rules_are_configurable():
     m = PiiMasker(rules=["phone"], allow=["0120-000-300"], extra={"employee_id": r"EMP-\d{5}"})
     assert m.mask("Call 0120-000-300 or 03-1234-5678, EMP-12345, a@b.io")[0] == (

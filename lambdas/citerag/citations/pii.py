@@ -37,19 +37,37 @@ def _phone(digits: str) -> bool:
     return 8 <= len(digits) <= 15
 
 
+# Mailboxes of a role or a list, not of a person (RFC 2142's names and the usual list conventions): a manual's bug
+# address ("bug-libtasn1@gnu.org") or mailing list ("debian-mentors@lists.debian.org") is the answer a user asked
+# for, and was masked as [EMAIL].
+_ROLE_MAILBOX = re.compile(
+    r"(?:info|marketing|sales|support|abuse|noc|security|postmaster|hostmaster|usenet|news|webmaster|www|uucp|ftp"
+    r"|help|helpdesk|contact|admin|office|press|media|jobs|careers|billing|feedback|privacy|legal|team|hello"
+    r"|no-?reply|bugs?|submit|listmaster|maintainers?|owner)"
+    r"|(?:bugs?|owner)-.+|.+-(?:request|owner|announce|devel|dev|users?|bugs?|discuss|help|mentors|devel-announce"
+    r"|maintainers?|security|l10n(?:-[a-z]+)?|i18n|private|project|policy|doc|www|admin|general)", re.I)
+_LIST_DOMAIN = re.compile(r"(?:lists?|bugs|groups)\.", re.I)
+
+
+def _public_mailbox(address: str) -> bool:
+    local, _, domain = address.rpartition("@")
+    return _ROLE_MAILBOX.fullmatch(local) is not None or _LIST_DOMAIN.match(domain) is not None
+
+
 @dataclass(frozen=True)
 class Rule:
     name: str
     pattern: re.Pattern[str]
     label: str
-    check: object = None  # optional callable(str digits) -> bool
+    check: object = None  # optional callable(str digits) -> bool: is it of this kind at all
+    public: object = None  # optional callable(str value) -> bool: of this kind, but no one's personal data
 
 
 _NUM_SEP = r"[ \-‐－]?"
 RULES: dict[str, Rule] = {
     # Bounded repeats keep every rule linear in the text length (model output can be very long).
     "email": Rule("email", re.compile(r"[A-Za-z0-9._%+\-]{1,64}@[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63}){0,8}"
-                                      r"\.[A-Za-z]{2,24}"), "[EMAIL]"),
+                                      r"\.[A-Za-z]{2,24}"), "[EMAIL]", public=_public_mailbox),
     "card": Rule("card", re.compile(r"\b(?:\d[ \-]?){12,18}\d\b"), "[CARD]", _luhn),
     "my_number": Rule("my_number", re.compile(r"\b\d{4}[ \-]?\d{4}[ \-]?\d{4}\b"), "[MY_NUMBER]", _my_number),
     # Japanese numbers: 0X-XXXX-XXXX, 0XX-XXX-XXXX, mobiles 0X0-XXXX-XXXX, toll-free 0120-XXX-XXX, +81 forms;
@@ -83,6 +101,8 @@ class PiiMasker:
                 if value in self.allow:
                     return value
                 if rule.check is not None and not rule.check(re.sub(r"\D", "", value)):  # type: ignore[operator]
+                    return value
+                if rule.public is not None and rule.public(value):  # type: ignore[operator]
                     return value
                 fired.append(rule.name)
                 return rule.label
