@@ -213,6 +213,25 @@ def test_a_question_that_asks_for_a_number_is_not_answered_by_sentences_that_sta
     assert pick_sentences("Rustの新しい安定版はどうやって更新しますか？", [ja], min_score=0.3)
 
 
+def test_a_version_or_a_value_asked_for_is_a_number_and_a_digit_in_a_name_is_not_one():
+    # "In which Node.js version was the punycode module removed?" got "In a future major version of Node.js this
+    # module will be removed."; "What is the numeric value of ASN1_MAX_NAME_SIZE?" a sentence whose only digits are
+    # the constant's own and ASN.1's.
+    node = Passage(source_id="S1", text="In a future major version of Node.js this module will be removed.")
+    asn = Passage(source_id="S2", text="ASN1_MAX_NAME_SIZE is the maximum number of characters allowed for an ASN.1 "
+                                       "identifier.")
+    assert pick_sentences("In which Node.js version was the punycode module removed?", [node], min_score=0.3) == []
+    assert pick_sentences("What is the numeric value of ASN1_MAX_NAME_SIZE?", [asn], min_score=0.3) == []
+    assert pick_sentences("What is the typical size of an ASN.1 identifier in bytes?", [asn], min_score=0.3) == []
+    stated = [Passage(source_id="S3", text="The punycode module was removed in Node.js v22."),
+              Passage(source_id="S4", text="ASN1_MAX_NAME_SIZE is 64, the maximum length of an ASN.1 identifier.")]
+    assert pick_sentences("In which Node.js version was the punycode module removed?", stated[:1], min_score=0.3)
+    assert pick_sentences("What is the numeric value of ASN1_MAX_NAME_SIZE?", stated[1:], min_score=0.3)
+    # Asking by a numerical value is not asking for one.
+    sort = Passage(source_id="S5", text="-n, --numeric-sort compare according to string numerical value")
+    assert pick_sentences("Which sort option compares according to numerical value?", [sort], min_score=0.3)
+
+
 def test_a_who_question_gets_the_lead_sentence_that_names_the_person_the_matching_sentence_leaves_out():
     # Articles about a person name them once, then drop the subject: the sentence that matches the question
     # answers "who" only with the lead sentence.

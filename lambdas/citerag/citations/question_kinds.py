@@ -15,10 +15,16 @@ from citerag.search.sparse import term_id, tokenize
 _WANTS_NUMBER = re.compile(
     r"\bhow (many|much|long|big|large|old|often|far|tall|deep|heavy)\b"
     r"|\b(what|which) (range|size|year|percentage|share|version)\b"
+    # "In which Node.js version…", "What is the typical size…", "the numeric value of…", "…in bytes?": a number too
+    r"|\b(what|which) [\w.+-]+(?: [\w.+-]+)? version\b|\b(numeric|numerical) value of\b"
+    r"|\bwhat is the (typical|average|usual|total) (size|length|number|count|value)\b"
+    r"|\bin (bytes|kilobytes|megabytes|gigabytes|seconds|milliseconds|minutes|hours|percent|pixels)\W*$"
     r"|\b(maximum|minimum) (number|size|length|value)\b|\bwithin how\b|^when\b|いくつ|どのくらい|どれくらい"
     r"|何(個|年|日|週|時間|分|秒|か月|ヶ月|カ月|月|人|歳|倍|度|回|件|台|種類|番目|割|桁|ビット|バイト|文字|パーセント|%)"
     r"|範囲|サイズ|大きさ", re.I)
-_NUMBER = re.compile(r"\d|\b(one|two|three|four|five|six|seven|eight|nine|ten|twelve|hundred|fifty|thirty|sixty)\b"
+# A digit glued to a name is the name's ("ASN.1", "ASN1_SUCCESS", "IPv6", "x86"), not a number; a version's "v2" is.
+_NUMBER = re.compile(r"(?<![A-Za-z_.])\d|\bv\d"
+                     r"|\b(one|two|three|four|five|six|seven|eight|nine|ten|twelve|hundred|fifty|thirty|sixty)\b"
                      r"|[一二三四五六七八九十百千]", re.I)
 
 
@@ -125,10 +131,22 @@ def number_evidence(query: Query) -> Callable[[str], bool]:
     """What tells a sentence answers a question that asks for a number (a year; a time, for "how long" and
     "when"; money, for a price; the counted unit, for "何人"; a unit of the quantity, for "how far"; a limit, for
     "the maximum number")."""
-    holds = _number_kind(query)
+    kind = _number_kind(query)
+    # The question's own words with digits ("ASN1_MAX_NAME_SIZE", "ASN.1", "Debian 12") are not the number it asks
+    # for: "ASN1_MAX_NAME_SIZE is the maximum number of characters…" states none.
+    named = sorted(set(_WITH_DIGITS.findall(query.text)), key=len, reverse=True)
+
+    def holds(text: str) -> bool:
+        for word in named:
+            text = re.sub(rf"(?<![\w.]){re.escape(word)}(?![\w])", " ", text)
+        return kind(text)
+
     if _WANTS_LIMIT.search(query.text):
         return lambda text: holds(text) and bool(_LIMIT.search(text))
     return holds
+
+
+_WITH_DIGITS = re.compile(r"[A-Za-z_][\w.+-]*\d[\w.+-]*|\d[\w.+-]*[A-Za-z_][\w+-]*")
 
 
 def _number_kind(query: Query) -> Callable[[str], bool]:
