@@ -230,7 +230,8 @@ def test_a_failed_reingest_keeps_the_previous_version(env):
     put(env, "guide.md", b"\xff\xfe not utf-8 \xff")
     run(sqs_event({"Records": [s3_record("guide.md")]}), env["comps"])
     assert docs(env)[f"s3://{BUCKET}/guide.md"].content_hash == before
-    assert "not valid UTF-8" in dlq_messages(env)[0]["MessageAttributes"]["reason"]["StringValue"]
+    assert "not valid text in a UTF-16 byte-order mark" in \
+        dlq_messages(env)[0]["MessageAttributes"]["reason"]["StringValue"]
 
 
 BAD = [

@@ -77,7 +77,7 @@ def test_failed_documents_leave_the_index_unchanged_and_the_batch_continues(fast
     (folder / "good.md").write_text("# Good\n\nThe good document has text.\n", encoding="utf-8")
     (folder / "locked.pdf").write_bytes(make_encrypted_pdf())
     (folder / "broken.pdf").write_bytes(b"%PDF-1.7\n%%EOF garbage")
-    (folder / "sjis.txt").write_bytes("シフトJISの文書".encode("shift_jis"))
+    (folder / "latin1.txt").write_bytes("Le café est prêt.".encode("latin-1"))  # Shift_JIS is read now
     (folder / "empty.txt").write_bytes(b"")
     (folder / "deck.pptx").write_bytes(b"PK")
     (folder / ".hidden.md").write_text("# hidden", encoding="utf-8")
@@ -85,7 +85,7 @@ def test_failed_documents_leave_the_index_unchanged_and_the_batch_continues(fast
     assert results["good.md"].status == "added"
     assert "password-protected" in results["locked.pdf"].reason
     assert "corrupt" in results["broken.pdf"].reason
-    assert "not valid UTF-8" in results["sjis.txt"].reason
+    assert "not valid UTF-8" in results["latin1.txt"].reason
     assert "empty" in results["empty.txt"].reason
     assert results["deck.pptx"].status == "skipped"
     assert "no such file" in results["nope.txt"].reason

@@ -185,14 +185,31 @@ def test_japanese_text_in_a_legacy_encoding_or_with_a_byte_order_mark_is_read(co
     assert doc.sections[0].text.strip() == text.strip()
 
 
+@pytest.mark.parametrize(("name", "data", "message"), [
+    # Bytes after a UTF-16 mark decode to ideographs whatever they are: they must read as text.
+    ("guide.md", b"\xff\xfe not utf-8 \xff", "not valid text in a UTF-16 byte-order mark"),
+    # UTF-8 cut mid-character, or with one Latin-1 byte, is damaged UTF-8, not Shift_JIS mojibake.
+    ("faq.md", "# Kumo Pure 300 よくある質問".encode()[:-1], "not valid UTF-8"),
+    ("faq2.md", "# Kumo Pure 300 よくある質問".encode() + "é".encode("latin-1"), "not valid UTF-8"),
+    # A codec that is no charset ("hex") is no declaration: one page must not abort a folder's ingest.
+    ("hex.html", '<meta charset="hex"><p>café</p>'.encode("latin-1"), "not valid UTF-8"),
+    # A page cannot declare UTF-16 in its own bytes: read as UTF-16 it was CJK mojibake.
+    ("u16.html", '<meta charset="utf-16"><p>café</p>'.encode("latin-1"), "not valid UTF-8"),
+])
+def test_bytes_that_only_decode_are_refused_not_read_as_mojibake(name, data, message):
+    with pytest.raises(DocumentError, match=message):
+        load_bytes(data, f"file:///{name}", name)
+
+
 def test_an_html_page_is_read_in_the_charset_it_declares():
     page = ('<html><head><meta http-equiv="Content-Type" content="text/html; charset=EUC-JP">'
             "<title>取扱説明書</title></head><body><h1>お手入れ</h1><p>フィルターは1年ごとに交換します。</p>"
             "</body></html>")
     doc = load_bytes(page.encode("euc_jp"), "file:///guide.html", "guide.html")
     assert doc.title == "取扱説明書" and "フィルターは1年ごとに交換します。" in doc.sections[0].text
-    latin = '<meta charset="iso-8859-1"><p>Le café est prêt.</p>'.encode("latin-1")
-    assert "café" in load_bytes(latin, "file:///c.html", "c.html").sections[0].text
+    # ISO-8859-1 as browsers read it, windows-1252: its curly quotes are not C1 controls.
+    latin = '<meta charset="iso-8859-1"><p>It\x92s \x93ready\x94: café.</p>'.encode("latin-1")
+    assert load_bytes(latin, "file:///c.html", "c.html").sections[0].text == "It’s “ready”: café."
     # A page that declares a charset it is not written in is refused, not shown as mojibake.
     with pytest.raises(DocumentError, match="declared charset shift_jis"):
         load_bytes('<meta charset="Shift_JIS"><p>\x80\x81</p>'.encode("latin-1"), "file:///b.html", "b.html")

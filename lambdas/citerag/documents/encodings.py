@@ -40,7 +40,8 @@ def decode_text(data: bytes, *, html: bool = False) -> str:
     declared = _declared_charset(data) if html else None
     if declared:
         return _strict(data, declared, f"its declared charset {declared}")
-    readings = [(label, text) for codec, label in _LEGACY_JAPANESE if (text := _japanese(data, codec)) is not None]
+    readings = [] if _damaged_utf8(data) else \
+        [(label, text) for codec, label in _LEGACY_JAPANESE if (text := _japanese(data, codec)) is not None]
     if len(readings) == 1:
         return readings[0][1]
     source = readings[0][0] if readings else "its encoding (SHIFT_JIS, EUC-JP, LATIN1...)"
@@ -48,25 +49,58 @@ def decode_text(data: bytes, *, html: bool = False) -> str:
                         f"convert it first, e.g. iconv -f {source} -t UTF-8")
 
 
+# What a page's declared charset means, as browsers read it (WHATWG Encoding): ISO-8859-1 and ASCII are windows-1252
+# (its curly quotes, not C1 controls), and a page cannot declare UTF-16 in its own bytes.
+_AS_BROWSERS_READ = {"iso8859-1": "cp1252", "ascii": "cp1252", "utf-16": None, "utf-16-le": None, "utf-16-be": None,
+                     "utf-32": None, "utf-32-le": None, "utf-32-be": None, "utf-8": None}
+
+
 def _declared_charset(data: bytes) -> str | None:
     m = _META_CHARSET.search(data[:SNIFF_BYTES])
     if not m:
         return None
     try:
-        name = codecs.lookup(m.group(1).decode("ascii")).name
+        info = codecs.lookup(m.group(1).decode("ascii"))
     except LookupError:
         return None
-    return None if name == "utf-8" else name  # a page that says UTF-8 and is not: the UTF-8 error stands
+    if not getattr(info, "_is_text_encoding", True):  # "hex", "base64", "rot13": codecs, not charsets
+        return None
+    # None for UTF-8 too: a page that says UTF-8 and is not keeps the UTF-8 error.
+    return _AS_BROWSERS_READ.get(info.name, info.name)
 
 
 def _strict(data: bytes, codec: str, why: str) -> str:
     for attempt in (codec, _SUPERSETS.get(codecs.lookup(codec).name)):
         if attempt:
             try:
-                return data.decode(attempt).removeprefix("\ufeff")
-            except UnicodeDecodeError:
+                text = data.decode(attempt).removeprefix("\ufeff")
+            except (UnicodeError, LookupError):
                 continue
+            if _reads_as_text(text):
+                return text
     raise DocumentError(f"not valid text in {why}; convert it to UTF-8 first")
+
+
+_TEXTUAL = re.compile(r"[\t\n\r\x20-\x7e\u00a0-\u024f\u3000-\u30ff\uff00-\uffef]")
+_NOT_TEXT = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\ue000-\uf8ff\ufffe\uffff]")
+
+
+def _reads_as_text(text: str) -> bool:
+    """Text, not bytes that happen to decode: no control or private-use characters, and a good share of Latin
+    letters, spaces, kana or CJK punctuation (any even-length bytes after a UTF-16 mark decode to some ideographs)."""
+    sample = text[:20000]
+    if not sample.strip():
+        return True
+    return not _NOT_TEXT.search(sample) and len(_TEXTUAL.findall(sample)) >= 0.3 * len(sample)
+
+
+def _damaged_utf8(data: bytes) -> bool:
+    """UTF-8 with a few bad bytes (a cut-off last character, one Latin-1 "é"), not a legacy encoding: most of its
+    non-ASCII bytes still form UTF-8 characters. Read as cp932, it would be mojibake that passes for Japanese."""
+    text = data[:SNIFF_BYTES * 16].decode("utf-8", errors="replace")
+    bad = text.count("\ufffd")
+    good = sum(1 for c in text if ord(c) > 0x7F and c != "\ufffd")
+    return good > bad
 
 
 def _japanese(data: bytes, codec: str) -> str | None:
