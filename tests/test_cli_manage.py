@@ -4,6 +4,7 @@ is an error, documents can be listed and removed, and a filter on an unknown key
 from __future__ import annotations
 
 import json
+import os
 
 from typer.testing import CliRunner
 
@@ -112,13 +113,15 @@ def test_reset_and_the_index_option_never_touch_what_is_not_an_index(tmp_path):
     other = tmp_path / "other.db"
     with sqlite3.connect(other) as conn:
         conn.execute("CREATE TABLE bookmarks (url TEXT)")
-    for target in (folder, page, other):
+    secret = tmp_path / "db.sqlite"  # an encrypted database (SQLCipher) has no SQLite header
+    secret.write_bytes(os.urandom(4096))
+    for target in (folder, page, other, secret):
         r = run("reset", "--yes", "--index", str(target))
-        assert r.exit_code == 1 and "is not a citerag index, so nothing was deleted" in r.output
-    assert (folder / "pump.md").exists() and page.read_text() == "<p>Keep me.</p>"
+        assert r.exit_code == 1 and "is not a citerag index" in r.output and "nothing was deleted" in r.output
+    assert (folder / "pump.md").exists() and page.read_text() == "<p>Keep me.</p>" and secret.stat().st_size == 4096
     for command in (("docs",), ("ingest", str(folder))):
         r = run(*command, "--index", str(other))
-        assert r.exit_code == 1 and "is not a citerag index" in r.output and "delete it" not in r.output
+        assert r.exit_code == 1 and "is not a citerag index" in r.output
     with sqlite3.connect(other) as conn:
         assert [t for (t,) in conn.execute("SELECT name FROM sqlite_master")] == ["bookmarks"]
     index = tmp_path / "mine.sqlite"
@@ -141,6 +144,31 @@ def test_ingest_says_when_indexed_files_are_gone_and_reads_a_linked_file_once(tm
     r = run("ingest", str(folder), "--sync", "--json")
     assert json.loads(r.stdout)["summary"]["removed"] == 1 and json.loads(r.stdout)["files_gone"] == []
     assert sorted(d["title"] for d in json.loads(run("docs", "--json").stdout)["documents"]) == ["Pump", "Valve"]
+
+
+def test_reset_never_deletes_a_database_another_process_holds_locked(tmp_path):
+    # A browser holds places.sqlite in exclusive locking mode: it could not be read, and was taken for a damaged
+    # index and deleted.
+    import sqlite3
+    import subprocess
+    import sys
+
+    places = tmp_path / "places.sqlite"
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sqlite3, sys, time\n"
+        f"c = sqlite3.connect({str(places)!r}, isolation_level=None)\n"
+        "c.execute('PRAGMA locking_mode=EXCLUSIVE'); c.execute('PRAGMA journal_mode=WAL')\n"
+        "c.execute('CREATE TABLE moz_places (url TEXT)'); c.execute('BEGIN EXCLUSIVE')\n"
+        "print('held', flush=True); sys.stdin.read()")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        r = run("reset", "--yes", "--index", str(places))
+        assert r.exit_code == 1 and "in use by another process" in r.output and places.exists()
+    finally:
+        holder.stdin.close()
+        holder.wait(10)
+    with sqlite3.connect(places) as conn:
+        assert [t for (t,) in conn.execute("SELECT name FROM sqlite_master")] == ["moz_places"]
 
 
 def test_remove_a_folder_removes_every_document_under_it(tmp_path):

@@ -109,7 +109,7 @@ def test_locked_index_gives_a_clear_error(tmp_path):
 def test_corrupt_index_gives_a_clear_error(tmp_path):
     path = tmp_path / "i.sqlite"
     path.write_bytes(b"this is not sqlite" * 100)
-    with pytest.raises(IndexError_, match=r"corrupt.*delete it and ingest"):
+    with pytest.raises(IndexError_, match=r"damaged one.*delete it .*and ingest"):
         SqliteIndex(path, dim=DIM, model_id="t")
 
 

@@ -90,10 +90,9 @@ class SqliteIndex:
         self._mask_lock = threading.Lock()
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
-        if self.path.exists() and not is_index_file(self.path):
+        if self.path.exists() and index_file_state(self.path) == "other":
             # Opening would write this index's tables into another program's database (or fail on a document).
-            raise IndexError_(f"{self.path} is not a citerag index; --index names the index file ingest makes, "
-                              "or a new file's path")
+            raise IndexError_(NOT_AN_INDEX.format(path=self.path))
         try:
             self._conn = sqlite3.connect(str(self.path), timeout=timeout, check_same_thread=False,
                                          isolation_level=None)
@@ -698,37 +697,46 @@ def index_files(path: Path) -> list[Path]:
 SQLITE_HEADER = b"SQLite format 3\x00"
 
 
-def is_index_file(path: Path) -> bool:
-    """Is the file an embedded index: an SQLite file with this index's tables, or an index too damaged to read
-    (what a reset is for)? Never a folder, a document, or another program's database."""
+def index_file_state(path: Path) -> str:
+    """"index": an SQLite file with this index's tables (or empty); "in use": an SQLite file another process holds
+    locked, which cannot be read to tell; "other": anything else (a folder, a document, another program's
+    database, an encrypted or damaged file)."""
     try:
         if not path.is_file():
-            return False
+            return "other"
         with path.open("rb") as f:
             head = f.read(len(SQLITE_HEADER))
     except OSError:
-        return False
+        return "other"
     if not head:
-        return True  # SQLite's empty database: nothing in it to lose
+        return "index"  # SQLite's empty database: nothing in it to lose
     if head != SQLITE_HEADER:
-        # A file named as an index whose header is gone is a damaged index (a reset deletes it, opening says it is
-        # corrupt); any other is a document.
-        return path.suffix == ".sqlite"
+        return "other"
     try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=0.5)
         try:
             tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         finally:
             conn.close()
+    except sqlite3.OperationalError as exc:
+        return "in use" if "locked" in str(exc) or "busy" in str(exc) else "other"
     except sqlite3.DatabaseError:
-        return True
-    return {"meta", "records", "documents"} <= tables
+        return "other"
+    return "index" if {"meta", "records", "documents"} <= tables else "other"
+
+
+NOT_AN_INDEX = ("{path} is not a citerag index, or is a damaged one; --index names the index file ingest made "
+                "(`citerag status` shows the one in use). A damaged index: delete it (and the files beside it named "
+                "-wal, -shm, -snapshot) and ingest your documents again")
 
 
 def check_deletable(path: Path) -> None:
-    if not is_index_file(path):
-        raise IndexError_(f"{path} is not a citerag index, so nothing was deleted; --index names the index file "
-                          "that ingest made (`citerag status` shows the one in use)")
+    state = index_file_state(path)
+    if state == "in use":
+        raise IndexError_(f"{path} is in use by another process; let it finish, then run the command again "
+                          "(nothing was deleted)")
+    if state != "index":
+        raise IndexError_(NOT_AN_INDEX.format(path=path) + " (nothing was deleted)")
 
 
 def remove_index_files(path: Path) -> None:
