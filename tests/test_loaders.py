@@ -621,3 +621,18 @@ def test_a_sphinx_pages_sidebar_bars_and_permalinks_are_not_content():
     assert [s.section for s in doc.sections] == ["3.2. 管理者的な責務", "3.2. 管理者的な責務 > 目的"]
     assert "本文です。" in text and "続きです。" in text and "最後の段落です。" in text
     assert not any(w in text for w in ("前のトピックへ", "ソースコード", "目次", "¶", "装飾"))
+
+
+@pytest.mark.parametrize("page", [
+    "<p aria-hidden='true'>*<p>Replace the filter every year.<p>Clean it monthly.",
+    "<ul><li role='search'>Search<li>Item</ul><p>Replace the filter every year.</p>",
+    "<table><tr><td aria-hidden='true'>x<td>y</table><p>Replace the filter every year.</p>",
+    "<div><span aria-hidden='true'>icon</div><p>Replace the filter every year.</p>",
+    "<div role='navigation'>Home | Next<p>Replace the filter every year.</p>",
+    "<div class='related'></nav></div><h1>Guide</h1><p>Replace the filter every year.</p>",
+])
+def test_navigation_left_open_never_takes_the_rest_of_the_page(page):
+    # HTML lets <p>, <li> and <td> go unclosed, and pages leave others open: a skip that waited for the end tag
+    # dropped every word after it (and a stray </nav> ended a skip that had not begun).
+    doc = load_bytes(page.encode(), "file:///x.html", "x.html")
+    assert "Replace the filter every year." in " ".join(s.text for s in doc.sections)

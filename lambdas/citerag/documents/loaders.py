@@ -671,7 +671,7 @@ _LAYOUT_CELL_CHARS = 2000
 
 
 class _Readable(HTMLParser):
-    def __init__(self) -> None:
+    def __init__(self, *, skip_navigation: bool = True) -> None:
         super().__init__(convert_charrefs=True)
         self.title: str | None = None
         self._in_title = False
@@ -691,23 +691,29 @@ class _Readable(HTMLParser):
         self._nested = 0  # tables open inside the open cell
         self._skipped_tag: str | None = None  # the element skipped for its attributes, while inside it
         self._skipped_depth = 0
+        self.skip_navigation = skip_navigation
+        self.skipped_navigation = False
+
+    @property
+    def _skipping(self) -> bool:
+        return bool(self._skip) or self._skipped_tag is not None
 
     def handle_starttag(self, tag: str, attrs) -> None:
         if self._skipped_tag == tag:
             self._skipped_depth += 1
         if tag in _SKIP_TAGS:
             self._skip += 1
-        elif self._skipped_tag is None and tag not in _VOID_TAGS and _is_navigation(attrs):
+        elif self.skip_navigation and self._skipped_tag is None and tag not in _VOID_TAGS and _is_navigation(attrs):
             self._skipped_tag, self._skipped_depth = tag, 1
-            self._skip += 1
+            self.skipped_navigation = True
         elif tag == "title":
             self._in_title = True
-        elif tag in _HEADINGS and not self._skip:
+        elif tag in _HEADINGS and not self._skipping:
             if self._cell is not None:
                 self._as_layout()
             self._heading = _HEADINGS[tag]
             self._heading_text = []
-        if self._skip and tag in ("table", "tr", "td", "th"):
+        if self._skipping and tag in ("table", "tr", "td", "th"):
             pass  # a <template>'s table is not the page's
         elif tag == "table" and self._cell is not None:
             self._nested += 1  # a table inside a cell is read into the cell
@@ -727,7 +733,6 @@ class _Readable(HTMLParser):
             self._skipped_depth -= 1
             if not self._skipped_depth:
                 self._skipped_tag = None
-                self._skip -= 1
         if tag in _SKIP_TAGS and self._skip:
             self._skip -= 1
         elif tag == "title":
@@ -739,7 +744,7 @@ class _Readable(HTMLParser):
             if heading:
                 self._path = [(lv, h) for lv, h in self._path if lv < level] + [(level, heading)]
                 self.sections.append((list(self._path), [heading, "\n"]))
-        if self._skip and tag in ("table", "tr", "td", "th"):
+        if self._skipping and tag in ("table", "tr", "td", "th"):
             pass
         elif tag == "table" and self._nested:
             self._nested -= 1
@@ -794,7 +799,7 @@ class _Readable(HTMLParser):
     def handle_data(self, data: str) -> None:
         if self._in_title:
             self.title = (self.title or "") + data
-        elif self._skip:
+        elif self._skipping:
             return
         elif self._heading is not None:
             self._heading_text.append(data)
@@ -808,9 +813,14 @@ class _Readable(HTMLParser):
 
 def _load_html(data: bytes, name: str, max_pages: int) -> tuple[str | None, list[Section]]:
     text = decode_text(data, html=True)
-    parser = _Readable()
-    parser.feed(text)
-    parser.close()
+    parser = _read_html(text, skip_navigation=True)
+    if parser.skipped_navigation:
+        # An element skipped for its attributes ends at its own end tag: one left open (HTML lets "<p>" and "<li>"
+        # go unclosed, and pages leave others open) would take the rest of the page with it. Navigation is a small
+        # part of a page; skipping that took most of it is read without skipping.
+        whole = _read_html(text, skip_navigation=False)
+        if _chars(parser) < NAVIGATION_MAX_SHARE * _chars(whole):
+            parser = whole
     sections = []
     for path, parts in parser.sections:
         body = _tidy("".join(parts))
@@ -819,6 +829,20 @@ def _load_html(data: bytes, name: str, max_pages: int) -> tuple[str | None, list
             sections.append(Section(text=body, section=" > ".join(h for _, h in path) or None))
     title = " ".join(parser.title.split()) if parser.title else None
     return title, sections
+
+
+NAVIGATION_MAX_SHARE = 0.5
+
+
+def _read_html(text: str, *, skip_navigation: bool) -> _Readable:
+    parser = _Readable(skip_navigation=skip_navigation)
+    parser.feed(text)
+    parser.close()
+    return parser
+
+
+def _chars(parser: _Readable) -> int:
+    return sum(len("".join(parts).strip()) for _, parts in parser.sections)
 
 
 # --- plain text ----------------------------------------------------------------------------------------------
