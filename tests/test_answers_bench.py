@@ -227,7 +227,9 @@ def test_a_version_or_a_value_asked_for_is_a_number_and_a_digit_in_a_name_is_not
               Passage(source_id="S4", text="ASN1_MAX_NAME_SIZE is 64, the maximum length of an ASN.1 identifier.")]
     assert pick_sentences("In which Node.js version was the punycode module removed?", stated[:1], min_score=0.3)
     assert pick_sentences("What is the numeric value of ASN1_MAX_NAME_SIZE?", stated[1:], min_score=0.3)
-    # Asking by a numerical value is not asking for one.
+    # Asking by a numerical value, or what a version does, is not asking for one.
+    notes = Passage(source_id="S6", text="This version adds a night mode and a larger filter indicator.")
+    assert pick_sentences("What does this version add?", [notes], min_score=0.3)
     sort = Passage(source_id="S5", text="-n, --numeric-sort compare according to string numerical value")
     assert pick_sentences("Which sort option compares according to numerical value?", [sort], min_score=0.3)
 

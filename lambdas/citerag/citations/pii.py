@@ -42,15 +42,21 @@ def _phone(digits: str) -> bool:
 # for, and was masked as [EMAIL].
 _ROLE_MAILBOX = re.compile(
     r"(?:info|marketing|sales|support|abuse|noc|security|postmaster|hostmaster|usenet|news|webmaster|www|uucp|ftp"
-    r"|help|helpdesk|contact|admin|office|press|media|jobs|careers|billing|feedback|privacy|legal|team|hello"
-    r"|no-?reply|bugs?|submit|listmaster|maintainers?|owner)"
-    r"|(?:bugs?|owner)-.+|.+-(?:request|owner|announce|devel|dev|users?|bugs?|discuss|help|mentors|devel-announce"
-    r"|maintainers?|security|l10n(?:-[a-z]+)?|i18n|private|project|policy|doc|www|admin|general)", re.I)
+    r"|help|helpdesk|contact|office|press|jobs|careers|billing|feedback|privacy|legal"
+    r"|no-?reply|bugs?|submit|listmaster|maintainers?)"
+    r"|bugs?-.+|.+-(?:request|owner|announce|devel|bugs?|discuss|mentors|maintainers|l10n(?:-[a-z]+)?|i18n)", re.I)
 _LIST_DOMAIN = re.compile(r"(?:lists?|bugs|groups)\.", re.I)
+# A free mailbox is a person's, whatever its name says ("alice-dev@gmail.com", "taro-bugs@docomo.ne.jp").
+_FREE_MAIL = re.compile(
+    r"(?:.+\.)?(?:gmail|googlemail|yahoo|ymail|hotmail|outlook|live|msn|icloud|me|mac|aol|proton|protonmail|pm"
+    r"|gmx|mail|yandex|qq|163|126|naver|docomo|ezweb|softbank|au|nifty|biglobe|ocn|so-net|excite|zoho)"
+    r"\.(?:[a-z]{2,3}|co\.[a-z]{2}|ne\.jp|or\.jp)", re.I)
 
 
 def _public_mailbox(address: str) -> bool:
     local, _, domain = address.rpartition("@")
+    if _FREE_MAIL.fullmatch(domain):
+        return False
     return _ROLE_MAILBOX.fullmatch(local) is not None or _LIST_DOMAIN.match(domain) is not None
 
 

@@ -16,7 +16,8 @@ _WANTS_NUMBER = re.compile(
     r"\bhow (many|much|long|big|large|old|often|far|tall|deep|heavy)\b"
     r"|\b(what|which) (range|size|year|percentage|share|version)\b"
     # "In which Node.js version…", "What is the typical size…", "the numeric value of…", "…in bytes?": a number too
-    r"|\b(what|which) [\w.+-]+(?: [\w.+-]+)? version\b|\b(numeric|numerical) value of\b"
+    r"|\b(what|which) (?!(?:does|do|did|is|are|was|were|has|have|had|will|can|changed|this|that|the|a|an|its|their)"
+    r"\b)[\w.+-]+ version\b|\b(numeric|numerical) value of\b"
     r"|\bwhat is the (typical|average|usual|total) (size|length|number|count|value)\b"
     r"|\bin (bytes|kilobytes|megabytes|gigabytes|seconds|milliseconds|minutes|hours|percent|pixels)\W*$"
     r"|\b(maximum|minimum) (number|size|length|value)\b|\bwithin how\b|^when\b|いくつ|どのくらい|どれくらい"
