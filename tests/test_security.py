@@ -588,3 +588,32 @@ def test_a_loaded_secret_is_withheld_from_tracebacks_and_structured_fields_too()
     out = buf.getvalue()
     assert secret not in out
     assert out.count("[secret withheld]") >= 3 and "search failed" in out and "ConnectionError" in out
+
+
+def test_with_a_secret_loaded_logging_odd_fields_never_raises():
+    # Every record is cleaned once a secret is loaded: a namedtuple field was rebuilt wrongly (TypeError) and a
+    # structure holding itself recursed without end, in any library's logging call.
+    import collections
+    import io
+
+    from citerag.adapters import log_safety
+
+    secret = "pcsk_test_" + "8" * 24
+    log_safety.register_secret(secret)
+    buf = io.StringIO()
+    log = logging.getLogger("citerag.test.odd-fields")
+    handler = logging.StreamHandler(buf)
+    handler.setFormatter(logging.Formatter("%(message)s %(where)s"))
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    point = collections.namedtuple("Point", "x y")
+    cyclic: dict = {"key": secret}
+    cyclic["self"] = cyclic
+    try:
+        log.info("a point", extra={"where": point(1, 2)})
+        log.info("a cycle", extra={"where": cyclic})
+        log.info("a secret in an object", extra={"where": point(secret, 2)})
+    finally:
+        log.removeHandler(handler)
+    out = buf.getvalue()
+    assert "Point(x=1, y=2)" in out and "a cycle" in out and secret not in out

@@ -63,7 +63,10 @@ def install() -> None:
         def complete_record(self, *args, **kwargs) -> logging.LogRecord:
             record = make_record(self, *args, **kwargs)
             if _SECRETS:
-                _scrub(record)
+                try:
+                    _scrub(record)
+                except Exception:  # logging never raises for its caller; the message, at least, is clean
+                    record.msg, record.args = redact(_message(record)), ()
             return record
 
         logging.Logger.makeRecord = complete_record  # type: ignore[method-assign]
@@ -73,14 +76,32 @@ def install() -> None:
 _STANDARD_FIELDS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
 
 
-def _clean(value: Any) -> Any:
+MAX_DEPTH = 6  # of nested fields cleaned; a structure that refers to itself ends there
+
+
+def _clean(value: Any, depth: int = 0) -> Any:
+    """Strings redacted, in plain dicts, lists and tuples too; any other object (a namedtuple, a model) as its
+    redacted text only when that text holds a secret, so a formatter cannot print it whole."""
     if isinstance(value, str):
         return redact(value)
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return type(value)(_clean(v) for v in value)
-    return value
+    if depth >= MAX_DEPTH:  # deeper, a structure is its redacted text
+        return redact(repr(value)) if isinstance(value, dict | list | tuple) else value
+    if type(value) is dict:
+        return {k: _clean(v, depth + 1) for k, v in value.items()}
+    if type(value) in (list, tuple):
+        return type(value)(_clean(v, depth + 1) for v in value)
+    if isinstance(value, int | float | bool) or value is None:
+        return value
+    text = repr(value)
+    clean = redact(text)
+    return clean if clean != text else value
+
+
+def _message(record: logging.LogRecord) -> str:
+    try:
+        return record.getMessage()
+    except Exception:
+        return str(record.msg)
 
 
 def _scrub(record: logging.LogRecord) -> None:
@@ -93,9 +114,5 @@ def _scrub(record: logging.LogRecord) -> None:
         if clean != text:
             # The exception itself holds the secret (its message, its arguments): the record keeps the traceback
             # as redacted text instead of the exception object every formatter would print whole.
-            try:
-                message = record.getMessage()
-            except Exception:
-                message = str(record.msg)
-            record.msg, record.args = f"{redact(message)}\n{clean.rstrip()}", ()
+            record.msg, record.args = f"{redact(_message(record))}\n{clean.rstrip()}", ()
             record.exc_info, record.exc_text = None, None
