@@ -22,6 +22,7 @@ from aws_lambda_powertools import Logger
 from citerag.citations.access import GATEWAY_ACCESS_FIELD, AccessError, from_payload
 from citerag.citations.payload import message_payload
 from citerag.citations.tool import FUNCTION_NAME
+from citerag.documents.text import encodable
 from citerag.handlers.entry import Handler, from_settings
 
 logger = Logger(service="citerag-gateway")
@@ -72,7 +73,7 @@ def build(components) -> Handler:
             logger.exception("search failed")
             return message_payload(error=INTERNAL_ERROR)
         logger.info("search_documents", extra={"outcome": result.outcome, "results": len(result.kept)})
-        return json.loads(body)
+        return encodable(json.loads(body))
 
     return handler
 

@@ -24,6 +24,7 @@ from aws_lambda_powertools.utilities.data_classes import BedrockAgentFunctionEve
 from citerag.citations.payload import dumps_body, message_payload
 from citerag.citations.session import string_map
 from citerag.citations.tool import FUNCTION_NAME
+from citerag.documents.text import encodable
 from citerag.handlers.entry import Handler, from_settings
 
 logger = Logger(service="citerag-search")
@@ -42,7 +43,8 @@ def _count(name: str) -> None:
 def envelope(event: dict[str, Any], body: str, state: str | None = None,
              session_attributes: dict[str, str] | None = None) -> dict[str, Any]:
     """The action-group response for a (sanitized) event: the one builder of every response this function sends."""
-    response = BedrockFunctionResponse(body=body, session_attributes=session_attributes,
+    # Whatever a message echoes of the caller's input, the runtime can write it (half a character is U+FFFD).
+    response = BedrockFunctionResponse(body=encodable(body), session_attributes=session_attributes,
                                        response_state=state)  # type: ignore[arg-type]
     return BedrockFunctionsResponseBuilder(response).build(BedrockAgentFunctionEvent(event), serializer=str)
 

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from citerag.documents.text import has_lone_surrogate
+from citerag.documents.text import encodable, has_lone_surrogate
 from citerag.errors import FilterSyntaxError
 
 Filter = dict[str, Any]
@@ -115,7 +115,9 @@ def _validate_scalar(val: Any, where: str) -> None:
 
 
 def _short(name: Any) -> str:
-    text = str(name)
+    """A name the caller wrote, as a message may echo it: bounded, and writable as UTF-8 (half a character is
+    U+FFFD)."""
+    text = encodable(str(name))
     return text if len(text) <= 40 else text[:39] + "…"
 
 
