@@ -52,6 +52,12 @@ def dlq_messages(env) -> list[dict]:
     return out.get("Messages", [])
 
 
+def drain(env) -> None:
+    """Empty the dead-letter queue (SQS allows one PurgeQueue a minute)."""
+    for m in dlq_messages(env):
+        env["sqs"].delete_message(QueueUrl=env["dlq"], ReceiptHandle=m["ReceiptHandle"])
+
+
 def put(env, key: str, data: bytes, **meta):
     env["s3"].put_object(Bucket=BUCKET, Key=key, Body=data, Metadata=meta)
 
@@ -154,7 +160,15 @@ def test_a_message_is_dead_lettered_once_with_every_reason_and_not_on_each_deliv
     run(sqs_event({"Records": [s3_record("a.pptx"), s3_record("b.pptx")]}), env["comps"])
     reasons = [m["MessageAttributes"]["reason"]["StringValue"] for m in dlq_messages(env)]
     assert len(reasons) == 1 and "a.pptx: unsupported" in reasons[0] and "b.pptx: unsupported" in reasons[0]
-    env["sqs"].purge_queue(QueueUrl=env["dlq"])
+    drain(env)
+    # Many long reasons: as many as fit whole, then how many more (they were cut at 1,000 characters mid-reason).
+    keys = [f"{n}-{'k' * 990}.pptx" for n in range(8)]
+    for key in keys:
+        put(env, key, b"PK")
+    run(sqs_event({"Records": [s3_record(k) for k in keys]}), env["comps"])
+    [reason] = [m["MessageAttributes"]["reason"]["StringValue"] for m in dlq_messages(env)]
+    assert len(reason) <= 4000 and reason.endswith(" more") and reason.count("unsupported file type") >= 3
+    drain(env)
     put(env, "c.md", b"# Care\n\nClean the filter every month.\n")
     real = env["comps"].object_source
 

@@ -91,7 +91,7 @@ class SqsDeadLetters:
     def send(self, body: str, message_id: str, reason: str) -> None:
         self.sqs.send_message(
             QueueUrl=self.queue_url, MessageBody=body,
-            MessageAttributes={"reason": {"DataType": "String", "StringValue": reason[:1000]},
+            MessageAttributes={"reason": {"DataType": "String", "StringValue": reason[:4000]},
                                "source_message_id": {"DataType": "String", "StringValue": message_id}},
         )
 

@@ -63,9 +63,10 @@ class NotificationIngest:
                     raise TransientFailure(f"transient failure for {ev.uri}: {r.reason}")
                 dead.append(f"{ev.uri}: {r.reason}")
             results.append(r)
-        if dead:  # one copy of the message, with every reason
-            self.dead_letters.send(body, message_id, "; ".join(dead))
-        return NotificationOutcome(results=results, dead_letter="; ".join(dead) or None)
+        reasons = _joined(dead)
+        if dead:  # one copy of the message, with its records' reasons
+            self.dead_letters.send(body, message_id, reasons)
+        return NotificationOutcome(results=results, dead_letter=reasons or None)
 
     def _apply(self, ev: ObjectEvent) -> IngestResult:
         """Make the index match the object as it is now, whatever the event says: notifications arrive late and
@@ -98,6 +99,21 @@ class NotificationIngest:
         removed = self.ingestor.remove(ev.uri)
         return removed.model_copy(update={"status": "removed" if removed.chunks else "skipped",
                                           "reason": "empty object: nothing to index"})
+
+
+MAX_REASON_CHARS = 4000  # of a dead-letter reason: the message attribute an operator reads
+
+
+def _joined(reasons: list[str]) -> str:
+    """The reasons, as many as fit whole, then how many more there are."""
+    out: list[str] = []
+    for n, reason in enumerate(reasons):
+        rest = len(reasons) - n - 1
+        tail = f"; and {rest} more" if rest else ""
+        if len("; ".join([*out, reason])) + len(tail) > MAX_REASON_CHARS:
+            return "; ".join(out) + f"{'; ' if out else ''}and {len(reasons) - n} more"
+        out.append(reason)
+    return "; ".join(out)
 
 
 def acl_metadata(meta: dict[str, str]) -> dict[str, Any]:
