@@ -79,8 +79,8 @@ class Page:
     def _settled(self, expression: str):
         try:
             return self.eval(expression)
-        except RuntimeError as exc:  # asked while the page was being replaced: ask the new one
-            if "navigated or closed" in str(exc):
+        except RuntimeError as exc:  # asked while the page was being replaced, or before it had a context: ask again
+            if "navigated or closed" in str(exc) or "Cannot find default execution context" in str(exc):
                 return None
             raise
 
