@@ -189,3 +189,25 @@ def test_a_saved_trace_shows_a_markdown_sources_section(tmp_path):
     assert r.exit_code == 0 and f"faq-en.md, {section}" in r.stdout  # the answer's citation
     assert f"Kumo Pure 300 FAQ, {section}" in r.stdout  # the search step's source
     assert f"Kumo Pure 300 FAQ</a>, {section.replace('>', '&gt;')}" in page.read_text()
+
+
+def test_a_trace_that_cannot_be_written_or_read_is_one_error_line_and_the_answer_is_not_lost(tmp_path):
+    # --save-trace into a missing folder raised FileNotFoundError after the answer was computed, which was never
+    # shown; a trace whose events are not objects, or whose fields are null, raised from deep in the report.
+    env = {"CITERAG_EMBEDDER": "hashing", "CITERAG_DATA_DIR": str(tmp_path / "data")}
+    runner = CliRunner()
+    for target, said in ((tmp_path / "nodir" / "t.json", "does not exist"), (tmp_path, "a folder; name a file")):
+        r = runner.invoke(app, ["ask", "What does error E2 mean?", "--save-trace", str(target), "--json"], env=env)
+        assert r.exit_code == 1 and said in json.loads(r.stdout)["error"]
+    saved = tmp_path / "t.json"
+    assert runner.invoke(app, ["ask", "What does error E2 mean?", "--save-trace", str(saved)], env=env).exit_code == 0
+    r = runner.invoke(app, ["trace", str(saved), "--html", str(tmp_path / "nodir" / "x.html"), "--json"], env=env)
+    assert r.exit_code == 1 and "does not exist" in json.loads(r.stdout)["error"]
+    data = json.loads(saved.read_text())
+    for name, events, said in (("w2.json", "x", "not a list of objects"), ("w3.json", [1, 2], "not a list of objects"),
+                               ("w4.json", [{k: ({kk: None for kk in v} if isinstance(v, dict) else v)
+                                             for k, v in e.items()} for e in data["events"]],
+                                "cannot read")):
+        (tmp_path / name).write_text(json.dumps({**data, "events": events}))
+        r = runner.invoke(app, ["trace", str(tmp_path / name), "--json"], env=env)
+        assert r.exit_code == 1 and said in json.loads(r.stdout)["error"], r.output

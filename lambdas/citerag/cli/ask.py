@@ -25,6 +25,7 @@ from citerag.cli.common import (
     parse_meta,
     shown,
     where,
+    writable,
 )
 from citerag.errors import CiteragError
 
@@ -64,6 +65,8 @@ def ask(
 
     with errors(as_json):
         analyze(question)
+        if save_trace:
+            writable(save_trace, "--save-trace")
         flt = parse_cli(filter_ or [])
         meta = parse_meta(session or [])
         attrs = {k: str(v) for k, v in meta.items()}
@@ -116,7 +119,7 @@ def ask(
             client = AgentClient(comps.aws_client("bedrock-agent-runtime", read_timeout=120), mask=comps.pii_mask)
             answer = client.ask(question, agent_id, alias_id, session_attributes=attrs, stream=True)
             events = client.last_events
-        if save_trace:
+        if save_trace:  # checked first: the answer was lost to a traceback when the folder did not exist
             from citerag.traces.tracefile import save
 
             save(save_trace, question=question, agent=runtime or agent, events=events)

@@ -104,6 +104,22 @@ def errors(as_json: bool):
         fail("interrupted; the index keeps every document that finished", as_json, code=130)
 
 
+def writable(path: Path, option: str) -> None:
+    """Refuse, before any work, a file the command could not write at the end (an answer was lost to a traceback
+    when --save-trace named a missing folder)."""
+    if path.is_dir():
+        raise CiteragError(f"{option} {path}: a folder; name a file")
+    if not path.parent.is_dir():
+        raise CiteragError(f"{option} {path}: the folder {path.parent} does not exist")
+
+
+def write_text(path: Path, text: str, option: str) -> None:
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise CiteragError(f"{option} {path}: cannot write it ({exc.strerror or type(exc).__name__})") from None
+
+
 def fail(message: str, as_json: bool, code: int = 1) -> None:
     if as_json:
         print(json.dumps({"error": message}, ensure_ascii=False))

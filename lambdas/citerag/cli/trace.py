@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from citerag.cli.common import JsonOpt, app, components, errors, out, plural
+from citerag.cli.common import JsonOpt, app, components, errors, out, plural, writable, write_text
 from citerag.errors import CiteragError
 
 
@@ -42,6 +42,8 @@ def trace(
         skipped = 0
         if (source is None) == (log_group is None):
             raise CiteragError("give either a trace file or --log-group NAME")
+        if html_out:
+            writable(html_out, "--html")
         turns = None
         if log_group and (spans or log_group == "aws/spans"):
             found, skipped = ac.read_spans_log_group(logs_client(), log_group, il.parse_since(since), session)
@@ -69,7 +71,11 @@ def trace(
                                            f"({skipped} items skipped)")
                     events = il.records_to_events(records)
         if turns is None:
-            turns = tr.build_turns(events)
+            try:
+                turns = tr.build_turns(events)
+            except (AttributeError, TypeError, KeyError, ValueError) as exc:  # a hand-edited or foreign file
+                raise CiteragError(f"{source or log_group} holds events this version cannot read "
+                                   f"({type(exc).__name__}); save the trace again with --save-trace") from None
         if session:
             turns = [t for t in turns if t.session_id in (None, session)]
         if with_lambda_logs:
@@ -80,7 +86,7 @@ def trace(
         stats = {"turns": len(turns), "events": len(events), "skipped_lines": skipped,
                  "seconds": round(_time.perf_counter() - t0, 3)}
         if html_out:
-            html_out.write_text(tr.to_html(turns, stats), encoding="utf-8")
+            write_text(html_out, tr.to_html(turns, stats), "--html")
         if as_json:
             print(tr.to_json(turns, stats))
             return

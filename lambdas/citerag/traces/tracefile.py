@@ -31,13 +31,19 @@ def jsonable(value: Any) -> Any:
 def save(path: Path, *, question: str, agent: str, events: list[dict[str, Any]]) -> None:
     data = {"format": FORMAT, "saved_at": datetime.now(UTC).isoformat(), "agent": agent, "question": question,
             "events": jsonable(events)}
-    Path(path).write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
+    try:
+        Path(path).write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
+    except OSError as exc:
+        raise CiteragError(f"cannot write the trace to {path} ({exc.strerror or type(exc).__name__})") from None
 
 
 def load(path: Path) -> dict[str, Any]:
     data = read_json(path, "trace file")
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise CiteragError(f"{path} is not a citerag trace file (expected format {FORMAT})")
+    events = data.get("events", [])
+    if not isinstance(events, list) or not all(isinstance(e, dict) for e in events):
+        raise CiteragError(f"{path} is not a readable citerag trace file: its events are not a list of objects")
     for ev in data.get("events", []):
         if "chunk" in ev and isinstance(ev["chunk"].get("bytes"), str):
             ev["chunk"]["bytes"] = base64.b64decode(ev["chunk"]["bytes"])
