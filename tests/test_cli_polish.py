@@ -117,3 +117,36 @@ def test_without_the_cli_extra_the_command_says_which_to_install(monkeypatch):
     with pytest.raises(SystemExit) as stop:
         command.main()
     assert stop.value.code == command.NEEDS_EXTRA and "citerag[cli]" in command.NEEDS_EXTRA
+
+
+def test_the_web_api_refuses_a_bad_question_with_400_and_says_its_true_length(tmp_path):
+    # Errors came back as 200 with {"error"}, and a 21,000-character question was cut to 2,000 and answered.
+    from starlette.testclient import TestClient
+
+    from citerag.cli.serve import build_app
+
+    comps = Components(Settings(data_dir=tmp_path / "data", embedder="hashing", index_path=tmp_path / "i.sqlite"))
+    comps.ingestor().ingest_paths([SAMPLES / "faq-en.md"])
+    client = TestClient(build_app(comps))
+    for q, said in (("", "empty"), ("x" * 21_000, "21,000 characters long")):
+        r = client.get("/api/ask", params={"q": q})
+        assert r.status_code == 400 and said in r.json()["error"]
+    assert client.get("/api/ask", params={"q": "How long is the warranty?"}).status_code == 200
+
+
+def test_a_taken_port_is_refused_before_the_server_says_it_is_up(tmp_path):
+    import socket
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        r = CliRunner().invoke(app, ["serve", "--port", str(port)], env={"CITERAG_EMBEDDER": "hashing",
+                                                                        "CITERAG_DATA_DIR": str(tmp_path)})
+    assert r.exit_code == 1 and f"cannot listen on 127.0.0.1:{port}" in r.output and "citerag on http" not in r.output
+
+
+def test_chat_says_how_long_a_long_question_really_is(tmp_path):
+    r = CliRunner().invoke(app, ["chat", "--json"], input="x" * 10_500 + "\n",
+                           env={"CITERAG_EMBEDDER": "hashing", "CITERAG_DATA_DIR": str(tmp_path)})
+    assert "the query is 10,500 characters long" in r.output

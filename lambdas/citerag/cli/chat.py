@@ -27,7 +27,6 @@ from citerag.errors import CiteragError
 
 HELP = ("Ask a question. /open N opens source N at its page (or place N under \"Where to look\"), /help shows this, "
         "/quit (or Ctrl-D) leaves.")
-MAX_LINE = 4000
 
 
 @app.command()
@@ -57,7 +56,7 @@ def chat(
             line = sys.stdin.readline()
             if not line:
                 break
-            line = line.strip()[:MAX_LINE]
+            line = line.strip()  # whole: the query check says how long it is and the limit
             if not line:
                 continue
             if line in ("/quit", "/exit", "/q"):

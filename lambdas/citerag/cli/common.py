@@ -113,6 +113,24 @@ def writable(path: Path, option: str) -> None:
         raise CiteragError(f"{option} {path}: the folder {path.parent} does not exist")
 
 
+def port_free(host: str, port: int) -> None:
+    """Refuse a port another process holds before saying the server is up (it said so, then failed with errno 98)."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        raise CiteragError(f"--host {host}: cannot be resolved ({exc.strerror or exc})") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise CiteragError(f"cannot listen on {host}:{port} ({exc.strerror or exc}); pick another port with "
+                               "--port") from None
+
+
 def write_text(path: Path, text: str, option: str) -> None:
     try:
         path.write_text(text, encoding="utf-8")

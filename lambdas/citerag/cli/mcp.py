@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from citerag.cli.common import IndexOpt, NamespaceOpt, app, err, errors, open_index
+from citerag.cli.common import IndexOpt, NamespaceOpt, app, err, errors, open_index, port_free
 from citerag.errors import CiteragError
 
 
@@ -40,5 +40,6 @@ def mcp(
         if http is None:
             server.run()
         else:
+            port_free(host, http)
             err.print(f"citerag MCP server on http://{host}:{http}/mcp", highlight=False)
             server.run("streamable-http", host=host, port=http)

@@ -17,14 +17,14 @@ import typer
 from citerag.citations.answer import related_wire
 from citerag.citations.extractive import NOT_FOUND_OPENINGS
 from citerag.citations.verified import FALLBACK
-from citerag.cli.common import IndexOpt, NamespaceOpt, app, err, errors, open_index
+from citerag.cli.common import IndexOpt, NamespaceOpt, app, err, errors, open_index, port_free
 from citerag.documents.chunking import first_line, line_bounds
 from citerag.documents.encodings import decode_text
 from citerag.documents.text import resolve_overstrike
 from citerag.errors import CiteragError
 from citerag.search.passage import location
+from citerag.search.query import analyze
 
-MAX_QUESTION = 2000
 CONTEXT_LINES = 500  # shown before and after the cited lines of a text file
 
 PAGE = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>citerag</title><style>
@@ -106,7 +106,7 @@ def says_not_found(text: str) -> bool:
 def build_app(comps):
     """The Starlette app over loaded components (the model loads once, at start)."""
     from starlette.applications import Starlette
-    from starlette.responses import FileResponse, HTMLResponse, PlainTextResponse, StreamingResponse
+    from starlette.responses import FileResponse, HTMLResponse, JSONResponse, PlainTextResponse, StreamingResponse
     from starlette.routing import Route
 
     from citerag.cli.chat import _answerer
@@ -123,7 +123,11 @@ def build_app(comps):
         return HTMLResponse(PAGE)
 
     async def api_ask(request):
-        question = request.query_params.get("q", "").strip()[:MAX_QUESTION]
+        question = request.query_params.get("q", "").strip()
+        try:  # refused with 400 before the stream starts (an error was a 200, a long question cut silently)
+            analyze(question)
+        except CiteragError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
 
         def lines():
             try:
@@ -245,6 +249,7 @@ def serve(
             import uvicorn
         except ImportError:
             raise CiteragError("citerag serve needs the serve extra: pip install 'citerag[serve]'") from None
+        port_free(host, port)
         comps = open_index(index, namespace)
         web = build_app(comps)
         err.print(f"citerag on http://{host}:{port}/", highlight=False)
