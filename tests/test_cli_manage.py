@@ -171,6 +171,20 @@ def test_reset_never_deletes_a_database_another_process_holds_locked(tmp_path):
         assert [t for (t,) in conn.execute("SELECT name FROM sqlite_master")] == ["moz_places"]
 
 
+def test_a_mistyped_namespace_is_an_error_naming_the_ones_the_index_holds(tmp_path):
+    # It read as an empty index: "No documents. Add some with: citerag ingest PATH", "not found" answers.
+    folder = _folder(tmp_path)
+    assert run("ingest", str(folder)).exit_code == 0
+    assert run("ingest", str(folder / "pump.md"), "--namespace", "acme").exit_code == 0  # a new one is made
+    for command in (("docs",), ("search", "pump"), ("ask", "How often is the pump descaled?")):
+        r = run(*command, "--namespace", "acme-typo", "--json")
+        assert r.exit_code == 1
+        assert json.loads(r.stdout)["error"] == ("--namespace 'acme-typo': the index holds no documents in it; "
+                                                 "its namespaces: '' (the default), 'acme'")
+    assert [d["title"] for d in json.loads(run("docs", "--namespace", "acme", "--json").stdout)["documents"]] \
+        == ["Pump"]
+
+
 def test_remove_a_folder_removes_every_document_under_it(tmp_path):
     folder = _folder(tmp_path)
     run("ingest", str(folder))

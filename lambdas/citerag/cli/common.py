@@ -281,9 +281,9 @@ def open_index(index: Path | None, namespace: str | None = None, *, quiet: bool 
     if s.index_path is not None:
         if not path.exists():
             raise CiteragError(f"no index at {path}; create it with: citerag ingest PATH --index {path}")
-        return comps
+        return _known_namespace(comps)
     if path.exists() and any(v["documents"] for v in comps.index.namespaces().values()):
-        return comps
+        return _known_namespace(comps)
     if not samples:
         raise CiteragError(f"nothing ingested yet (the index {path} is empty); run: citerag ingest PATH")
     comps = components(samples_index_path(s), namespace, **extra)
@@ -291,6 +291,17 @@ def open_index(index: Path | None, namespace: str | None = None, *, quiet: bool 
         err.print("[dim]You have ingested nothing yet: using the bundled sample documents "
                   "(citerag ingest PATH to use yours).[/]")
     ensure_samples(comps, quiet=quiet)
+    return comps
+
+
+def _known_namespace(comps: Components) -> Components:
+    """A --namespace the index holds no document in is a typo, like a mistyped --index: it read as an empty index
+    ("No documents. Add some with: citerag ingest PATH")."""
+    held = {ns: v["documents"] for ns, v in comps.index.namespaces().items() if v["documents"]}
+    ns = comps.settings.namespace
+    if held and ns not in held:
+        names = ", ".join(repr(n) if n else "'' (the default)" for n in sorted(held))
+        raise CiteragError(f"--namespace {ns!r}: the index holds no documents in it; its namespaces: {names}")
     return comps
 
 
