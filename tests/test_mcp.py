@@ -167,6 +167,9 @@ CASES = [
     (FUNCTION_NAME, {"query": "error E2", "top_k": "lots"}, False, "top_k must be a whole number from 1 to 20"),
     (FUNCTION_NAME, {"query": "error E2", "top_k": True}, False, "top_k must be a whole number from 1 to 20"),
     (FUNCTION_NAME, {"query": "zzqx vvbn wwkk"}, False, "Rewrite the query"),
+    # A key no document has matched nothing, and the model was told to rewrite its query.
+    (FUNCTION_NAME, {"query": "E2", "filters": {"nokey": "x"}}, True, "no document has the metadata key 'nokey'"),
+    (FUNCTION_NAME, {"query": "E2", "filters": '{"$or": [{"lang": "en"}, {"langg": "ja"}]}'}, True, "known keys: "),
     ("ask", {}, True, "question"),
     ("ask", {"question": ""}, True, "question is empty"),
     ("ask", {"question": "   "}, True, "question is empty"),

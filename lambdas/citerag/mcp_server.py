@@ -22,7 +22,9 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from citerag.citations.tool import FUNCTION_DESCRIPTION, FUNCTION_NAME, INSTRUCTION, input_schema
+from citerag.errors import CiteragError
 from citerag.runtimes.agentcore.events import MAX_PROMPT_CHARS, TurnRequest, new_session_id
+from citerag.search.filters import unknown_keys, validate
 
 ASK_DESCRIPTION = (
     "Answer a question from the user's documents with verified citations: every cited span names the file (uri), "
@@ -41,6 +43,25 @@ def _version() -> str:
         return "0+unknown"
 
 
+def _known_keys(components, filters: Any) -> None:
+    """A filter on a key no document has matched nothing, and the model was told to rewrite its query."""
+    if isinstance(filters, str):
+        try:
+            filters = json.loads(filters)
+        except ValueError:
+            return  # the search tool says what is wrong with it
+    index = components.index
+    try:
+        validate(filters)
+    except CiteragError:
+        return  # the search tool says what is wrong with it
+    if isinstance(filters, dict) and hasattr(index, "metadata_keys"):
+        problem = unknown_keys(filters, index.metadata_keys(components.settings.namespace))
+        if problem:
+            raise ToolError(f"The filters test a key the documents lack: {problem}. Fix the filters or leave them "
+                            "out.")
+
+
 def build_server(components, *, access: dict[str, str] | None = None) -> MCPServer:
     tool = components.search_tool()
     session = dict(access or {})
@@ -49,6 +70,7 @@ def build_server(components, *, access: dict[str, str] | None = None) -> MCPServ
                                                   "passage you use.")
 
     def search_documents(query: Any = None, filters: Any = None, top_k: Any = None) -> dict[str, Any]:
+        _known_keys(components, filters)
         result, body = tool.run({"query": query, "filters": filters, "top_k": top_k}, session, lambda r, b: b)
         payload = json.loads(body)
         if result.outcome in ("invalid", "denied", "unavailable"):

@@ -21,6 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from citerag.components import Components
 from citerag.errors import CiteragError
 from citerag.ingestion.progress import IngestProgress
+from citerag.search.filters import unknown_keys
 from citerag.search.passage import location
 from citerag.settings import Settings
 from citerag.traces.wording import plural  # noqa: F401 - the commands' one plural
@@ -309,27 +310,11 @@ def is_samples(comps: Components) -> bool:
     return comps.settings.index_path == samples_index_path(comps.settings)
 
 
-def filter_fields(flt: Any) -> set[str]:
-    """The metadata keys a parsed filter tests ($and/$or nested)."""
-    found: set[str] = set()
-    if isinstance(flt, dict):
-        for key, val in flt.items():
-            if key in ("$and", "$or") and isinstance(val, list):
-                for part in val:
-                    found |= filter_fields(part)
-            elif not key.startswith("$"):
-                found.add(key)
-    return found
-
-
 def check_filter_keys(comps: Components, flt: Any) -> None:
     """A filter on a key no document has matches nothing: `--filter langg=ja` used to print "No results" with
     rc 0. Name the keys the index knows instead."""
     if not flt or not hasattr(comps.index, "metadata_keys"):
         return
-    known = set(comps.index.metadata_keys(comps.settings.namespace))
-    unknown = sorted(filter_fields(flt) - known)
-    if unknown:
-        names = ", ".join(repr(k) for k in unknown)
-        raise CiteragError(f"--filter: no document has the metadata key {names}; known keys: "
-                           f"{', '.join(sorted(known)) or '(none)'}")
+    problem = unknown_keys(flt, comps.index.metadata_keys(comps.settings.namespace))
+    if problem:
+        raise CiteragError(f"--filter: {problem}")

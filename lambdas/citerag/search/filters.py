@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -112,6 +112,30 @@ def _validate_scalar(val: Any, where: str) -> None:
     # as one, and the Pinecone SDK would send either as null): refuse both.
     if isinstance(val, float) and not math.isfinite(val):
         raise FilterSyntaxError(f"{where} is not a finite number")
+
+
+def fields(flt: Any) -> set[str]:
+    """The metadata keys a parsed filter tests ($and/$or nested)."""
+    found: set[str] = set()
+    if isinstance(flt, dict):
+        for key, val in flt.items():
+            if key in ("$and", "$or") and isinstance(val, list):
+                for part in val:
+                    found |= fields(part)
+            elif not key.startswith("$"):
+                found.add(key)
+    return found
+
+
+def unknown_keys(flt: Any, known: Iterable[str]) -> str | None:
+    """What to say when a filter tests a key no document has (it matches nothing, which read as "nothing in the
+    documents is relevant"), naming the keys there are; None when every key is known."""
+    known = set(known)
+    unknown = sorted(fields(flt) - known)
+    if not unknown:
+        return None
+    return (f"no document has the metadata key {', '.join(repr(k) for k in unknown)}; known keys: "
+            f"{', '.join(sorted(known)) or '(none)'}")
 
 
 def _short(name: Any) -> str:
