@@ -171,6 +171,17 @@ def test_reset_never_deletes_a_database_another_process_holds_locked(tmp_path):
         assert [t for (t,) in conn.execute("SELECT name FROM sqlite_master")] == ["moz_places"]
 
 
+def test_remove_takes_a_source_as_docs_lists_it(tmp_path):
+    # "remove file:///…/pump.md" (what `docs --json` prints) said "file:/…/pump.md is not in the index".
+    folder = _folder(tmp_path)
+    run("ingest", str(folder))
+    source = (folder / "pump.md").resolve().as_uri()
+    r = run("remove", source)
+    assert r.exit_code == 0 and "1 document removed" in r.stdout
+    r = run("remove", source)
+    assert r.exit_code == 1 and f"{source} is not in the index" in r.output
+
+
 def test_a_mistyped_namespace_is_an_error_naming_the_ones_the_index_holds(tmp_path):
     # It read as an empty index: "No documents. Add some with: citerag ingest PATH", "not found" answers.
     folder = _folder(tmp_path)

@@ -302,6 +302,9 @@ def _known_namespace(comps: Components) -> Components:
     ns = comps.settings.namespace
     if held and ns not in held:
         names = ", ".join(repr(n) if n else "'' (the default)" for n in sorted(held))
+        if not ns:
+            raise CiteragError(f"the index holds no documents in the default namespace; its namespaces: {names} "
+                               "(choose one with --namespace)")
         raise CiteragError(f"--namespace {ns!r}: the index holds no documents in it; its namespaces: {names}")
     return comps
 

@@ -4,6 +4,7 @@ or remove a document, and `status` showed only counts)."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -61,7 +62,8 @@ def docs(index: IndexOpt = None, namespace: NamespaceOpt = None, as_json: JsonOp
 
 @app.command()
 def remove(
-    paths: Annotated[list[Path], typer.Argument(help="files (or folders: every document under them) to remove")],
+    paths: Annotated[list[str], typer.Argument(help="files (or folders: every document under them), or sources "
+                                                     "as `docs` lists them (file://…, s3://…), to remove")],
     index: IndexOpt = None,
     namespace: NamespaceOpt = None,
     as_json: JsonOpt = False,
@@ -72,11 +74,15 @@ def remove(
         ns = comps.settings.namespace
         docs = comps.index.list_documents(ns)
         chosen: dict[str, str] = {}
-        for p in paths:
-            uri = p.resolve().as_uri() if p.exists() else p.absolute().as_uri()
+        for given in paths:
+            if re.match(r"[a-z][a-z0-9+.-]*://", given):  # a source as `docs --json` lists it
+                uri = given
+            else:
+                p = Path(given)
+                uri = p.resolve().as_uri() if p.exists() else p.absolute().as_uri()
             hits = [d for d in docs if d.source_uri == uri or d.source_uri.startswith(uri.rstrip("/") + "/")]
             if not hits:
-                raise CiteragError(f"{p} is not in the index; see: citerag docs")
+                raise CiteragError(f"{given} is not in the index; see: citerag docs")
             chosen.update({d.doc_id: d.source_uri for d in hits})
         removed = []
         for doc_id, uri in chosen.items():
