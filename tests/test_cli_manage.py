@@ -194,6 +194,11 @@ def test_a_mistyped_namespace_is_an_error_naming_the_ones_the_index_holds(tmp_pa
                                                  "its namespaces: '' (the default), 'acme'")
     assert [d["title"] for d in json.loads(run("docs", "--namespace", "acme", "--json").stdout)["documents"]] \
         == ["Pump"]
+    # Only in another namespace: the commands name it; status reports every namespace as before.
+    assert run("remove", str(folder)).exit_code == 0
+    r = run("search", "pump", "--json")
+    assert "no documents in the default namespace; its namespaces: 'acme'" in json.loads(r.stdout)["error"]
+    assert run("status").exit_code == 0
 
 
 def test_remove_a_folder_removes_every_document_under_it(tmp_path):

@@ -270,7 +270,7 @@ def samples_index_path(settings: Settings) -> Path:
 
 
 def open_index(index: Path | None, namespace: str | None = None, *, quiet: bool = False,
-               samples: bool = True, **extra: Any) -> Components:
+               samples: bool = True, every_namespace: bool = False, **extra: Any) -> Components:
     """Components over the index a reading command should use. An index named with --index (or CITERAG_INDEX_PATH)
     must exist: a typo used to create a new, empty index silently. Without one, the user's default index is used
     once they have ingested something; before that, the bundled samples' own index (when `samples`)."""
@@ -282,9 +282,9 @@ def open_index(index: Path | None, namespace: str | None = None, *, quiet: bool 
     if s.index_path is not None:
         if not path.exists():
             raise CiteragError(f"no index at {path}; create it with: citerag ingest PATH --index {path}")
-        return _known_namespace(comps)
+        return comps if every_namespace else _known_namespace(comps)
     if path.exists() and any(v["documents"] for v in comps.index.namespaces().values()):
-        return _known_namespace(comps)
+        return comps if every_namespace else _known_namespace(comps)
     if not samples:
         raise CiteragError(f"nothing ingested yet (the index {path} is empty); run: citerag ingest PATH")
     comps = components(samples_index_path(s), namespace, **extra)

@@ -11,7 +11,7 @@ from citerag.cli.common import IndexOpt, JsonOpt, app, errors, is_samples, open_
 def status(index: IndexOpt = None, as_json: JsonOpt = False) -> None:
     """Documents, chunks, namespaces, metadata keys (what --filter can test) and size of the index."""
     with errors(as_json):
-        comps = open_index(index, quiet=True)
+        comps = open_index(index, quiet=True, every_namespace=True)  # it reports them all
         s = comps.settings
         idx = comps.index
         if hasattr(idx, "namespaces"):
