@@ -54,6 +54,17 @@ def test_a_bad_question_file_gets_a_line_number(tmp_path):
         '"file": "a.txt"}\n{"id": "en-2", "lang": "en", "question": "q?", "answerable": true}\n')
     with pytest.raises(CiteragError, match=r"questions-en\.jsonl line 2"):
         ab.load(tmp_path)
+    # "yes" is not true; an empty file is no question set; a repeated id is named.
+    row = '{"id": "en-1", "lang": "en", "question": "q?", "answerable": %s, "answers": ["14 days"], "file": "a.txt"}\n'
+    (tmp_path / "questions-en.jsonl").write_text(row % '"yes"')
+    with pytest.raises(CiteragError, match=r"line 1: answerable"):
+        ab.load(tmp_path)
+    (tmp_path / "questions-en.jsonl").write_text("")
+    with pytest.raises(CiteragError, match="hold no questions"):
+        ab.load(tmp_path)
+    (tmp_path / "questions-en.jsonl").write_text(row % "true" + row % "true")
+    with pytest.raises(CiteragError, match="question id 'en-1' is used twice"):
+        ab.load(tmp_path)
 
 
 def _answer(sentence: str, uri: str, page: int | None = None, excerpt: str | None = None) -> Answer:

@@ -93,9 +93,22 @@ def test_ask_without_agent_steps_marks_sentences_with_source_ids():
 
 
 def test_ask_trace_prints_the_agent_steps(tmp_path):
-    r = run("ask", "What does error E2 mean?", "--trace", "--save-trace", str(tmp_path / "t.json"))
+    r = run("ask", "What does error E2 mean?", "--trace", "--save-trace", str(tmp_path / "t.json"),
+            env={"COLUMNS": "250"})  # the steps table's title and cells, unwrapped whatever the terminal
     assert "agent steps" in r.stdout and "tool-call" in r.stdout and "search_documents" in r.stdout
     assert json.loads((tmp_path / "t.json").read_text())["format"] == "citerag-trace/1"
+
+
+def test_trace_options_that_would_do_nothing_are_refused_not_ignored(tmp_path):
+    # --trace with --agent none (or --filter) printed an empty table and saved "0 turns"; with --json, --trace and
+    # --open were dropped without a word.
+    for args, said in ((("--filter", "lang=en", "--trace"), "--agent none (which --filter implies) takes none"),
+                       (("--agent", "none", "--save-trace", str(tmp_path / "t.json")), "record an agent's steps"),
+                       (("--json", "--trace"), "leave out --trace and --open"),
+                       (("--json", "--open", "1"), "leave out --trace and --open")):
+        r = runner.invoke(app, ["ask", "How long is the warranty?", *args], env={"CITERAG_EMBEDDER": "hashing"})
+        assert r.exit_code == 1 and said in " ".join(r.output.split()), r.output
+    assert not (tmp_path / "t.json").exists()
 
 
 FAST = {"CITERAG_EMBEDDER": "hashing"}

@@ -43,6 +43,11 @@ def _version() -> str:
         return "0+unknown"
 
 
+ASK_SCHEMA = {"type": "object", "required": ["question"], "properties": {"question": {
+    "type": "string", "maxLength": MAX_PROMPT_CHARS,
+    "description": "The user's question, in their words (Japanese or English)."}}}
+
+
 def _known_keys(components, filters: Any) -> None:
     """A filter on a key no document has matched nothing, and the model was told to rewrite its query."""
     if isinstance(filters, str):
@@ -86,9 +91,11 @@ def build_server(components, *, access: dict[str, str] | None = None) -> MCPServ
 
     agent = None
 
-    async def ask(question: str) -> dict[str, Any]:
+    async def ask(question: Any = None) -> dict[str, Any]:
         nonlocal agent
-        text = " ".join(str(question).split())
+        if not isinstance(question, str):  # validated here: the SDK's own check answered with pydantic's text
+            raise ToolError("question must be text: pass the user's question as a string")
+        text = " ".join(question.split())
         if not text:
             raise ToolError("question is empty: pass the user's question")
         if len(text) > MAX_PROMPT_CHARS:
@@ -103,4 +110,7 @@ def build_server(components, *, access: dict[str, str] | None = None) -> MCPServ
         return {k: final[k] for k in ("text", "answered", "citations", "related")}
 
     server.add_tool(ask, name="ask", description=ASK_DESCRIPTION, structured_output=False)
+    registered = server._tool_manager.get_tool("ask")
+    assert registered is not None
+    registered.parameters = ASK_SCHEMA
     return server

@@ -42,7 +42,7 @@ class Question(BaseModel):
     id: str = Field(pattern=r"^[a-z]{2}-\d{1,5}$", description="dev split when the number is odd, else test")
     lang: Literal["en", "ja"]
     question: str = Field(min_length=1, max_length=1000)
-    answerable: bool
+    answerable: bool = Field(strict=True)  # "yes" was taken for true
     answers: list[str] = Field(default_factory=list, max_length=10)
     file: str | None = None
     also: list[str] = Field(default_factory=list, max_length=20, description="other sources that state the fact")
@@ -98,9 +98,13 @@ def load(root: Path) -> AnswerSet:
             questions.append(q)
             if len(questions) > MAX_QUESTIONS:
                 raise CiteragError(f"more than {MAX_QUESTIONS} questions")
-    ids = [q.id for q in questions]
-    if len(set(ids)) != len(ids):
-        raise CiteragError("question ids repeat across the question files")
+    if not questions:
+        raise CiteragError(f"{root}: the question files hold no questions")
+    seen: set[str] = set()
+    for q in questions:
+        if q.id in seen:
+            raise CiteragError(f"question id {q.id!r} is used twice across the question files")
+        seen.add(q.id)
     return AnswerSet(root=root, docs=docs, questions=questions)
 
 

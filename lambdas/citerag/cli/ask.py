@@ -44,7 +44,8 @@ def ask(
                                                      help="with --runtime: call a JWT-protected runtime over HTTPS")]
     = None,
     session_id: Annotated[str | None, typer.Option("--session-id", help="with --runtime or agentcore-local: continue "
-                                                                        "this session (33 to 256 characters)")]
+                                                                        "this session (up to 256 characters; a "
+                                                                        "deployed runtime needs at least 33)")]
     = None,
     filter_: Annotated[list[str] | None, typer.Option("--filter", help="key=value, key>=n or JSON (answers "
                                                                        "from the filtered search)")]
@@ -74,6 +75,13 @@ def ask(
         # The local agent's filters come from --session-attr; a --filter answers from the filtered search (it
         # used to need --agent none and fail without it).
         agent = agent or ("none" if flt else "local")
+        # Said, not ignored: the search-only answerer has no agent steps, and --json prints one object.
+        if (trace or save_trace) and agent == "none" and not runtime:
+            raise CiteragError("--trace and --save-trace record an agent's steps; --agent none (which --filter "
+                               "implies) takes none: use --agent local with --session-attr for access")
+        if as_json and (trace or open_n is not None):
+            raise CiteragError("--json prints the answer as one object: leave out --trace and --open (the steps "
+                               "are in --save-trace FILE)")
         if runtime:
             from citerag.runtimes.agentcore.client import RuntimeClient, parse_arn
 
