@@ -62,6 +62,8 @@ def check_session(init, tools, search, ask):
     assert set(by_name) == {FUNCTION_NAME, "ask"}
     assert by_name[FUNCTION_NAME].input_schema == input_schema()
     assert by_name[FUNCTION_NAME].description == FUNCTION_DESCRIPTION
+    assert by_name["ask"].input_schema["required"] == ["question"]
+    assert by_name["ask"].input_schema["properties"]["question"]["type"] == "string"
     results = json.loads(search.content[0].text)["results"]
     assert not search.is_error and any(r["page"] == 5 and r["uri"].endswith("manual-en.pdf") for r in results)
     answer = json.loads(ask.content[0].text)

@@ -48,6 +48,14 @@ ASK_SCHEMA = {"type": "object", "required": ["question"], "properties": {"questi
     "description": "The user's question, in their words (Japanese or English)."}}}
 
 
+def _list_schema(server: MCPServer, name: str, schema: dict[str, Any]) -> None:
+    """The schema clients list for a tool: ours, not the one the SDK derives from a signature that takes Any (the
+    tool validates its arguments itself and says what to fix)."""
+    registered = server._tool_manager.get_tool(name)
+    assert registered is not None
+    registered.parameters = schema
+
+
 def _known_keys(components, filters: Any) -> None:
     """A filter on a key no document has matched nothing, and the model was told to rewrite its query."""
     if isinstance(filters, str):
@@ -85,9 +93,7 @@ def build_server(components, *, access: dict[str, str] | None = None) -> MCPServ
     server.add_tool(search_documents, name=FUNCTION_NAME, description=FUNCTION_DESCRIPTION, structured_output=False)
     # The listed schema is the one definition the action group and the Gateway use; the arguments themselves are
     # validated by the search tool (bounds, filter syntax), which answers with what to fix.
-    registered = server._tool_manager.get_tool(FUNCTION_NAME)
-    assert registered is not None
-    registered.parameters = input_schema()
+    _list_schema(server, FUNCTION_NAME, input_schema())
 
     agent = None
 
@@ -110,7 +116,5 @@ def build_server(components, *, access: dict[str, str] | None = None) -> MCPServ
         return {k: final[k] for k in ("text", "answered", "citations", "related")}
 
     server.add_tool(ask, name="ask", description=ASK_DESCRIPTION, structured_output=False)
-    registered = server._tool_manager.get_tool("ask")
-    assert registered is not None
-    registered.parameters = ASK_SCHEMA
+    _list_schema(server, "ask", ASK_SCHEMA)
     return server
