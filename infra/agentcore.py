@@ -33,6 +33,7 @@ from infra.data import SharedData
 from infra.models import invoke_statements
 
 TARGET_NAME = "citerag-search"
+GATEWAY_NAME = "citerag-gateway"
 
 
 @jsii.implements(cdk.ILocalBundling)
@@ -106,6 +107,10 @@ def build(stack: cdk.Stack, c: DeployConfig, data: SharedData, retention: logs.R
         environment_variables=env, tracing_enabled=True,
         logging_configs=[ac.LoggingConfig(destination=ac.LoggingDestination.cloud_watch_logs(app_logs),
                                           log_type=ac.LogType.APPLICATION_LOGS)])
+    # The default endpoint's stdout goes to a log group the service creates on the first invocation, with no
+    # retention (aws-cdk-lib Runtime.applicationLogGroup); LogRetention sets it whether or not it exists yet.
+    logs.LogRetention(stack, "AgentRuntimeStdoutRetention", retention=retention,
+                      log_group_name=f"/aws/bedrock-agentcore/runtimes/{runtime.agent_runtime_id}-DEFAULT")
     for statement in invoke_statements(c.agentcore_model_id, c.agentcore_model_regions):
         runtime.add_to_role_policy(statement)
     runtime.add_to_role_policy(iam.PolicyStatement(actions=["bedrock:ApplyGuardrail"], resources=[
@@ -135,8 +140,17 @@ def build(stack: cdk.Stack, c: DeployConfig, data: SharedData, retention: logs.R
         ack_xray(interceptor_fn)
         functions["interceptor"] = interceptor_fn
         interceptors.append(ac.LambdaInterceptor.for_request(interceptor_fn, pass_request_headers=True))
+    # The construct's own role trusts bedrock-agentcore.amazonaws.com once without conditions beside the
+    # conditioned statement, which voids the confused-deputy conditions: this role has only the latter.
+    gateway_role = iam.Role(stack, "GatewayRole", description="citerag: the AgentCore Gateway's role",
+                            assumed_by=iam.ServicePrincipal("bedrock-agentcore.amazonaws.com", conditions={
+                                "StringEquals": {"aws:SourceAccount": cdk.Aws.ACCOUNT_ID},
+                                "ArnLike": {"aws:SourceArn": f"arn:{cdk.Aws.PARTITION}:bedrock-agentcore:"
+                                                             f"{cdk.Aws.REGION}:{cdk.Aws.ACCOUNT_ID}:gateway/"
+                                                             f"{GATEWAY_NAME}*"}}))
     gateway = ac.Gateway(
-        stack, "Gateway", gateway_name="citerag-gateway", description="citerag: search_documents for MCP clients",
+        stack, "Gateway", gateway_name=GATEWAY_NAME, description="citerag: search_documents for MCP clients",
+        role=gateway_role,
         authorizer_configuration=(ac.GatewayAuthorizer.using_custom_jwt(
             discovery_url=jwt, allowed_audience=c.agentcore_jwt_audience or None,
             allowed_clients=c.agentcore_jwt_clients or None) if jwt else ac.GatewayAuthorizer.using_aws_iam()),

@@ -37,8 +37,10 @@ def function_schema() -> bedrock.CfnAgent.FunctionSchemaProperty:
 
 
 def config_hash(c: DeployConfig, prompts: dict) -> str:
-    """SHA-256 of the agent's definition: model, instruction, tool schema, prompt templates and parameters."""
+    """SHA-256 of the agent's definition: model, instruction, tool schema, prompt templates and parameters, and
+    the guardrail (a changed guardrail is a new guardrail version, which the alias must follow)."""
     definition = {"model": c.agent_model_id, "instruction": INSTRUCTION, "action_group": ACTION_GROUP,
+                  "guardrail": guardrail_mod.definition_hash(c),
                   "function": [FUNCTION_NAME, FUNCTION_DESCRIPTION, PARAMETERS],
                   "prompts": {t: {k: v for k, v in p.items() if k != "file"} for t, p in sorted(prompts.items())}}
     return hashlib.sha256(json.dumps(definition, sort_keys=True, ensure_ascii=False).encode()).hexdigest()

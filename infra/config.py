@@ -27,7 +27,7 @@ aclRequired           refuse searches without a tenant       false
 
 runtimes                what to deploy: classic, agentcore or both (comma-separated)   classic
 agentcoreModelId        the AgentCore agent's model (inference profile)   jp.anthropic.claude-sonnet-4-6
-agentcoreModelRegions   destination regions of that profile (IAM)   ap-northeast-1,ap-northeast-3
+agentcoreModelRegions   destination regions of that profile (IAM)   (derived from its prefix, as agentModelRegions)
 agentcoreJwtDiscoveryUrl  OIDC discovery URL: JWT inbound auth for runtime and gateway   (empty: IAM)
 agentcoreJwtAudience    allowed audiences (comma-separated)    (none)
 agentcoreJwtClients     allowed client ids (comma-separated)   (none)
@@ -62,7 +62,7 @@ class DeployConfig(BaseModel):
     # AgentCore (issue 10): what to deploy and the AgentCore agent's own settings.
     runtimes: list[Literal["classic", "agentcore"]] = Field(default_factory=lambda: ["classic"], min_length=1)
     agentcore_model_id: str = DEFAULT_MODEL_ID
-    agentcore_model_regions: list[str] = Field(default_factory=lambda: ["ap-northeast-1", "ap-northeast-3"])
+    agentcore_model_regions: list[str] = Field(default_factory=list)  # empty: derived from the profile prefix
     agentcore_jwt_discovery_url: str | None = None
     agentcore_jwt_audience: list[str] = Field(default_factory=list)
     agentcore_jwt_clients: list[str] = Field(default_factory=list)

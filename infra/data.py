@@ -19,6 +19,9 @@ from aws_cdk import aws_sqs as sqs
 from infra.common import ack, ack_xray, function, lambda_code
 from infra.config import DeployConfig
 
+INGEST_TIMEOUT_S = 900
+NOTIFICATIONS_HANDLER = "BucketNotificationsHandler050a0587b7544547bf325f094a3db834"  # aws-cdk-lib's singleton id
+
 
 @dataclass
 class SharedData:
@@ -55,20 +58,35 @@ def build(stack: cdk.Stack, c: DeployConfig, retention: logs.RetentionDays) -> S
     access_logs = s3.Bucket(stack, "AccessLogs", encryption=s3.BucketEncryption.S3_MANAGED,
                             block_public_access=s3.BlockPublicAccess.BLOCK_ALL, enforce_ssl=True,
                             versioned=True, object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-                            lifecycle_rules=[s3.LifecycleRule(expiration=cdk.Duration.days(365))])
+                            lifecycle_rules=[s3.LifecycleRule(expiration=cdk.Duration.days(365),
+                                                              noncurrent_version_expiration=cdk.Duration.days(1))])
     ack(access_logs, "AwsSolutions-S1", "This is the access-log bucket; logging it to itself would loop.")
+    # Versioned so an overwritten or deleted document can be restored for 30 days; after that it is gone, as a
+    # user who deletes a document expects.
     docs = s3.Bucket(stack, "Documents", encryption=s3.BucketEncryption.S3_MANAGED,
                      block_public_access=s3.BlockPublicAccess.BLOCK_ALL, enforce_ssl=True, versioned=True,
+                     lifecycle_rules=[s3.LifecycleRule(noncurrent_version_expiration=cdk.Duration.days(30))],
                      server_access_logs_bucket=access_logs, server_access_logs_prefix="documents/")
     dlq = sqs.Queue(stack, "IngestDLQ", encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
                     retention_period=cdk.Duration.days(14))
     ack(dlq, "AwsSolutions-SQS3", "This queue is the dead-letter queue of the ingest queue.")
+    # The ingest function runs one at a time (reserved concurrency 1, below), and an SQS event source polls with
+    # more than one batch at once (no MaximumConcurrency below 2; one above the reserved concurrency throttles:
+    # docs lambda services-sqs-scaling), so batches wait for it: the visibility timeout is six times the
+    # function's, which "allows Lambda to retry if your function is throttled" (docs services-sqs-configure), and
+    # a message gets 5 receives before the dead-letter queue (the same page's minimum for maxReceiveCount).
     queue = sqs.Queue(stack, "IngestQueue", encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
-                      visibility_timeout=cdk.Duration.minutes(16),
-                      dead_letter_queue=sqs.DeadLetterQueue(queue=dlq, max_receive_count=3))
+                      visibility_timeout=cdk.Duration.seconds(6 * INGEST_TIMEOUT_S),
+                      dead_letter_queue=sqs.DeadLetterQueue(queue=dlq, max_receive_count=5))
     # Documents only: the stack's own store (parents, manifests, statistics) lives under citerag/.
     for event_type in (s3.EventType.OBJECT_CREATED, s3.EventType.OBJECT_REMOVED):
         docs.add_event_notification(event_type, s3n.SqsDestination(queue), s3.NotificationKeyFilter(prefix="docs/"))
+    # CDK's own function that writes the bucket's notification configuration logs to a group Lambda would create
+    # without retention: give it one like every other function's.
+    notifier = stack.node.find_child(NOTIFICATIONS_HANDLER).node.find_child("Resource")
+    notifier_logs = logs.LogGroup(stack, "BucketNotificationsLogs", retention=retention,
+                                  removal_policy=cdk.RemovalPolicy.DESTROY)
+    notifier.add_property_override("LoggingConfig", {"LogGroup": notifier_logs.log_group_name})
 
     if c.pinecone_secret_name:
         secret = sm.Secret.from_secret_name_v2(stack, "PineconeApiKey", c.pinecone_secret_name)
@@ -100,7 +118,8 @@ def build(stack: cdk.Stack, c: DeployConfig, retention: logs.RetentionDays) -> S
     }
     titan_arn = f"arn:{cdk.Aws.PARTITION}:bedrock:{cdk.Aws.REGION}::foundation-model/{c.embedding_model_id}"
 
-    ingest = function(stack, "Ingest", "citerag.handlers.ingest.handler", code=code, timeout=900, memory=2048,
+    ingest = function(stack, "Ingest", "citerag.handlers.ingest.handler", code=code, timeout=INGEST_TIMEOUT_S,
+                      memory=2048,
                       env={**env, "CITERAG_DLQ_URL": dlq.queue_url}, retention=retention)
     secret.grant_read(ingest)
     ingest.add_to_role_policy(iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=[titan_arn]))
@@ -108,8 +127,7 @@ def build(stack: cdk.Stack, c: DeployConfig, retention: logs.RetentionDays) -> S
     docs.grant_read_write(ingest, "citerag/*")
     docs.grant_delete(ingest, "citerag/*")
     dlq.grant_send_messages(ingest)
-    ingest.add_event_source(events.SqsEventSource(queue, batch_size=10, report_batch_item_failures=True,
-                                                  max_concurrency=2))
+    ingest.add_event_source(events.SqsEventSource(queue, batch_size=10, report_batch_item_failures=True))
     # One writer of the BM25 statistics (see citerag.adapters.s3_store).
     ingest.node.default_child.add_property_override("ReservedConcurrentExecutions", 1)
     ack(ingest.role.node.find_child("DefaultPolicy"), "AwsSolutions-IAM5",

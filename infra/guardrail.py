@@ -10,18 +10,36 @@ Its checks may run in other APAC regions; `guardrailTier=CLASSIC` keeps them in 
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 import aws_cdk as cdk
 from aws_cdk import aws_bedrock as bedrock
 
 from infra.common import topic_name
 from infra.config import DeployConfig
 
+BLOCKED_INPUT = "Sorry, I cannot help with that request."
+BLOCKED_OUTPUT = "Sorry, I cannot share that answer."
+HARM_FILTERS = ("HATE", "VIOLENCE", "SEXUAL", "INSULTS", "MISCONDUCT")
+PII_ANONYMISED = ("EMAIL", "PHONE", "CREDIT_DEBIT_CARD_NUMBER", "NAME", "ADDRESS")
+
+
+def definition_hash(c: DeployConfig) -> str:
+    """SHA-256 of everything the guardrail is built from. A GuardrailVersion is a snapshot taken when it is
+    created and has no updatable property (cfn-lint's AWS::Bedrock::GuardrailVersion schema: only Description and
+    GuardrailIdentifier, both create-only), so a changed guardrail reaches the agents only through a new version:
+    the hash in its description replaces it whenever the guardrail changes."""
+    definition = {"tier": c.guardrail_tier, "profile": c.guardrail_profile_id,
+                  "blocked": [BLOCKED_INPUT, BLOCKED_OUTPUT], "filters": HARM_FILTERS, "pii": PII_ANONYMISED,
+                  "topics": c.denied_topics}
+    return hashlib.sha256(json.dumps(definition, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
 
 def build(stack: cdk.Stack, c: DeployConfig) -> tuple[bedrock.CfnGuardrail, bedrock.CfnGuardrailVersion]:
     guardrail = bedrock.CfnGuardrail(
         stack, "Guardrail", name=f"{stack.stack_name}-guardrail",
-        blocked_input_messaging="Sorry, I cannot help with that request.",
-        blocked_outputs_messaging="Sorry, I cannot share that answer.",
+        blocked_input_messaging=BLOCKED_INPUT, blocked_outputs_messaging=BLOCKED_OUTPUT,
         cross_region_config=bedrock.CfnGuardrail.GuardrailCrossRegionConfigProperty(
             guardrail_profile_arn=f"arn:{cdk.Aws.PARTITION}:bedrock:{cdk.Aws.REGION}:{cdk.Aws.ACCOUNT_ID}:"
                                   f"guardrail-profile/{c.guardrail_profile_id}") if c.guardrail_profile_id else None,
@@ -33,10 +51,10 @@ def build(stack: cdk.Stack, c: DeployConfig) -> tuple[bedrock.CfnGuardrail, bedr
                                                              output_strength="NONE"),
             *[bedrock.CfnGuardrail.ContentFilterConfigProperty(type=t, input_strength="HIGH",
                                                                 output_strength="HIGH")
-              for t in ("HATE", "VIOLENCE", "SEXUAL", "INSULTS", "MISCONDUCT")]]),
+              for t in HARM_FILTERS]]),
         sensitive_information_policy_config=bedrock.CfnGuardrail.SensitiveInformationPolicyConfigProperty(
             pii_entities_config=[bedrock.CfnGuardrail.PiiEntityConfigProperty(type=t, action="ANONYMIZE")
-                                 for t in ("EMAIL", "PHONE", "CREDIT_DEBIT_CARD_NUMBER", "NAME", "ADDRESS")]),
+                                 for t in PII_ANONYMISED]),
         topic_policy_config=bedrock.CfnGuardrail.TopicPolicyConfigProperty(
             topics_tier_config=bedrock.CfnGuardrail.TopicsTierConfigProperty(tier_name=c.guardrail_tier),
             topics_config=[
@@ -45,7 +63,8 @@ def build(stack: cdk.Stack, c: DeployConfig) -> tuple[bedrock.CfnGuardrail, bedr
         if c.denied_topics else None,
     )
     guardrail_version = bedrock.CfnGuardrailVersion(stack, "GuardrailVersion",
-                                                    guardrail_identifier=guardrail.attr_guardrail_id)
+                                                    guardrail_identifier=guardrail.attr_guardrail_id,
+                                                    description=f"citerag guardrail {definition_hash(c)}")
     return guardrail, guardrail_version
 
 

@@ -24,8 +24,11 @@ def build(stack: cdk.Stack, retention: logs.RetentionDays, data: SharedData) -> 
     bodies = s3.Bucket(stack, "ModelInvocationBodies", encryption=s3.BucketEncryption.S3_MANAGED,
                        block_public_access=s3.BlockPublicAccess.BLOCK_ALL, enforce_ssl=True, versioned=True,
                        server_access_logs_bucket=data.access_logs, server_access_logs_prefix="invocation-bodies/",
+                       # Versioned: an expiry only hides a body behind a delete marker; the noncurrent expiry
+                       # is what deletes it (request bodies may hold personal data).
                        lifecycle_rules=[s3.LifecycleRule(prefix=f"{BODIES_PREFIX}/",
-                                                         expiration=cdk.Duration.days(90))])
+                                                         expiration=cdk.Duration.days(90),
+                                                         noncurrent_version_expiration=cdk.Duration.days(1))])
     # The bucket policy AWS documents for invocation logging (docs model-invocation-logging).
     bodies.add_to_resource_policy(iam.PolicyStatement(
         sid="AmazonBedrockLogsWrite", principals=[iam.ServicePrincipal("bedrock.amazonaws.com")],
@@ -48,11 +51,18 @@ def build(stack: cdk.Stack, retention: logs.RetentionDays, data: SharedData) -> 
         actions=["bedrock:GetModelInvocationLoggingConfiguration", "bedrock:PutModelInvocationLoggingConfiguration",
                  "bedrock:DeleteModelInvocationLoggingConfiguration"], resources=["*"]))
     setup.add_to_role_policy(iam.PolicyStatement(actions=["iam:PassRole"], resources=[logging_role.role_arn]))
-    # Putting the configuration makes Bedrock check (and attach) the bucket policy.
+    # Putting the configuration makes Bedrock check (and attach) the bucket policy with the caller's permissions
+    # (docs model-invocation-logging: "A bucket policy is automatically attached ... with the permissions
+    # S3:GetBucketPolicy and S3:PutBucketPolicy").
     setup.add_to_role_policy(iam.PolicyStatement(actions=["s3:GetBucketPolicy", "s3:PutBucketPolicy"],
                                                  resources=[bodies.bucket_arn]))
     setup.add_to_role_policy(iam.PolicyStatement(actions=["s3:GetObject", "s3:PutObject"],
                                                  resources=[bodies.arn_for_objects(STATE_KEY)]))
+    # Without ListBucket, GetObject on a key that does not exist yet (the first create) is 403 AccessDenied, not
+    # NoSuchKey (botocore s3 2006-03-01 GetObject: "If you don't have the s3:ListBucket permission, Amazon S3
+    # returns ... 403"): the custom resource would fail and roll the stack back.
+    setup.add_to_role_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=[bodies.bucket_arn],
+                                                 conditions={"StringEquals": {"s3:prefix": STATE_KEY}}))
     provider = cr.Provider(stack, "ModelInvocationLoggingProvider", on_event_handler=setup,
                            log_group=logs.LogGroup(stack, "ModelInvocationLoggingProviderLogs", retention=retention,
                                                    removal_policy=cdk.RemovalPolicy.DESTROY))

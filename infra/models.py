@@ -43,7 +43,8 @@ def destination_regions(model_id: str, override: list[str] | None = None) -> lis
         return []
     if prefix not in GEO_DESTINATIONS:
         raise ValueError(f"the destination regions of {model_id!r} are not known here; set them with the "
-                         "agentModelRegions context (aws bedrock get-inference-profile lists them)")
+                         "agentModelRegions (or agentcoreModelRegions) context (aws bedrock "
+                         "get-inference-profile lists them)")
     return GEO_DESTINATIONS[prefix]
 
 

@@ -62,12 +62,17 @@ class CiteragStack(cdk.Stack):
                          alarm_description=f"citerag {name} Lambda {kind.lower()}",
                          treat_missing_data=cw.TreatMissingData.NOT_BREACHING)
 
-        # Singleton functions CDK adds itself (bucket notifications, SDK-call custom resource).
+        # Singleton functions CDK adds itself (bucket notifications, SDK-call custom resource, log retention).
         for child in self.node.children:
-            if child.node.id.startswith(("BucketNotificationsHandler", "AWS679f53fac002430cb0da5b7982bd2287")):
-                ack(child, "AwsSolutions-IAM4", "CDK's own singleton Lambda for bucket notifications / SDK calls; "
-                    "the managed policy only grants writing its CloudWatch Logs.",
+            if child.node.id.startswith(("BucketNotificationsHandler", "AWS679f53fac002430cb0da5b7982bd2287",
+                                         "LogRetention")):
+                ack(child, "AwsSolutions-IAM4", "CDK's own singleton Lambda for bucket notifications / SDK calls / "
+                    "log retention; the managed policy only grants writing its CloudWatch Logs.",
                     applies_to="Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole")
+            if child.node.id.startswith("LogRetention"):
+                ack(child, "AwsSolutions-IAM5", "CDK's log-retention function sets a retention policy on a log group "
+                    "the AgentCore service creates later, whose ARN is not known at deploy time.",
+                    applies_to="Resource::*")
 
         for key, value in (*outputs.items(), ("DocumentsBucket", shared.documents.bucket_name),
                            ("PineconeSecretName", shared.secret.secret_name),

@@ -75,9 +75,31 @@ def test_s3_to_sqs_to_ingest_lambda_with_dlq_and_partial_batch_failures(synth):
     assert {n["Events"][0] for n in notif} == {"s3:ObjectCreated:*", "s3:ObjectRemoved:*"}
     queues = of_type(t, "AWS::SQS::Queue")
     main = next(v["Properties"] for v in queues.values() if "RedrivePolicy" in v["Properties"])
-    assert main["RedrivePolicy"]["maxReceiveCount"] == 3
     esm = one(t, "AWS::Lambda::EventSourceMapping")
     assert esm["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    # One ingest function at a time: an event source allowed more concurrency than that would be throttled, and a
+    # throttled batch must get its retries before a document lands in the dead-letter queue unread.
+    ingest = next(v["Properties"] for v in of_type(t, "AWS::Lambda::Function").values()
+                  if v["Properties"].get("Handler") == "citerag.handlers.ingest.handler")
+    limit = esm.get("ScalingConfig", {}).get("MaximumConcurrency")
+    assert limit is None or limit <= ingest["ReservedConcurrentExecutions"]
+    assert main["VisibilityTimeout"] >= 6 * ingest["Timeout"]
+    assert main["RedrivePolicy"]["maxReceiveCount"] >= 5
+
+
+def test_versioned_buckets_expire_what_they_keep(synth):
+    _, t = synth
+    for name, bucket in of_type(t, "AWS::S3::Bucket").items():
+        rules = bucket["Properties"].get("LifecycleConfiguration", {}).get("Rules", [])
+        assert any("NoncurrentVersionExpiration" in r for r in rules), name
+
+
+def test_the_logging_setup_can_tell_a_missing_state_object_from_a_denied_one(synth):
+    _, t = synth
+    setup = [s for p in of_type(t, "AWS::IAM::Policy").values() if "ModelInvocationLoggingSetup" in
+             json.dumps(p["Properties"]["Roles"]) for s in p["Properties"]["PolicyDocument"]["Statement"]]
+    (listing,) = [s for s in setup if s["Action"] == "s3:ListBucket"]
+    assert listing["Condition"] == {"StringEquals": {"s3:prefix": "state/previous-logging-config.json"}}
 
 
 def test_the_functions_with_their_handlers_log_groups_and_tracing(synth):
@@ -93,6 +115,19 @@ def test_the_functions_with_their_handlers_log_groups_and_tracing(synth):
     assert env["CITERAG_RESPONSE_BUDGET_BYTES"] == "25000"
     groups = of_type(t, "AWS::Logs::LogGroup")
     assert len(groups) >= 4 and all(g["Properties"].get("RetentionInDays") == 30 for g in groups.values())
+    # Every function, CDK's own included, logs to a group with that retention.
+    for name, fn in of_type(t, "AWS::Lambda::Function").items():
+        assert fn["Properties"]["LoggingConfig"]["LogGroup"]["Ref"] in groups, name
+
+
+def test_a_changed_guardrail_is_a_new_version(synth):
+    from infra.config import DeployConfig
+    from infra.guardrail import definition_hash
+
+    _, t = synth
+    version = one(t, "AWS::Bedrock::GuardrailVersion")
+    assert version["Description"] == f"citerag guardrail {definition_hash(DeployConfig())}"
+    assert definition_hash(DeployConfig(guardrail_tier="CLASSIC")) != definition_hash(DeployConfig())
 
 
 def test_agent_action_group_schema_is_generated_from_the_handler_definition(synth):
@@ -140,6 +175,7 @@ def test_the_alias_follows_every_change_of_the_agent_definition(synth):
     base = hash_of()
     assert base == hash_of() and len(base) == 64
     assert hash_of(agent_model_id="global.anthropic.claude-sonnet-4-6") != base
+    assert hash_of(denied_topics=["Investment advice"]) != base  # a new guardrail version
     _, t = synth
     alias = one(t, "AWS::Bedrock::AgentAlias")
     assert "RoutingConfiguration" not in alias  # a routing-less update is what creates a new version

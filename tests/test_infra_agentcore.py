@@ -127,6 +127,29 @@ def test_gateway_uses_iam_and_the_one_tool_definition(both):
     fn = t["Resources"][fn_id]["Properties"]
     assert fn["Handler"] == "citerag.handlers.gateway.handler"
     assert fn["Environment"]["Variables"]["CITERAG_GATEWAY_ACCESS"] == "none"
+    # Every statement trusting the AgentCore service is bound to this account's gateway (confused deputy).
+    role = t["Resources"][gw["RoleArn"]["Fn::GetAtt"][0]]["Properties"]
+    for statement in role["AssumeRolePolicyDocument"]["Statement"]:
+        assert set(statement["Condition"]) == {"StringEquals", "ArnLike"}
+        assert "aws:SourceAccount" in statement["Condition"]["StringEquals"]
+    invoke = statements_of_role(t, lambda k, v: k == gw["RoleArn"]["Fn::GetAtt"][0])
+    assert "lambda:InvokeFunction" in actions(invoke)
+
+
+def test_the_runtime_models_regions_follow_its_profile():
+    from infra.config import DeployConfig
+    from infra.models import destination_regions
+
+    c = DeployConfig(agentcore_model_id="apac.anthropic.claude-sonnet-4-6")
+    assert "ap-southeast-2" in destination_regions(c.agentcore_model_id, c.agentcore_model_regions)
+
+
+def test_the_runtime_stdout_log_group_gets_the_retention_too(both):
+    _, t = both
+    (retention,) = [r["Properties"] for r in t["Resources"].values() if r["Type"] == "Custom::LogRetention"]
+    assert retention["RetentionInDays"] == 30
+    name = retention["LogGroupName"]["Fn::Join"][1]
+    assert name[0] == "/aws/bedrock-agentcore/runtimes/" and name[2] == "-DEFAULT"
 
 
 def test_jwt_mode_authorizes_both_entry_points_and_adds_the_interceptor(jwt_only):

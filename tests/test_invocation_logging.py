@@ -87,3 +87,15 @@ def test_a_retried_create_does_not_save_our_own_configuration_as_theirs(env):
     handler(_event("Create"), None)
     saved = json.loads(s3.get_object(Bucket="bodies", Key="state/previous.json")["Body"].read())
     assert saved == {"previous": THEIRS}
+
+
+def test_fields_the_service_adds_on_get_still_count_as_ours(env):
+    stub, handler, _ = env
+    stub.add_response("get_model_invocation_logging_configuration", {})
+    stub.add_response("put_model_invocation_logging_configuration", {}, {"loggingConfig": OURS})
+    handler(_event("Create"), None)
+    as_read = {**OURS, "videoDataDeliveryEnabled": False, "audioDataDeliveryEnabled": False}
+    stub.add_response("get_model_invocation_logging_configuration", {"loggingConfig": as_read})
+    stub.add_response("delete_model_invocation_logging_configuration", {})
+    handler(_event("Delete"), None)
+    stub.assert_no_pending_responses()

@@ -3,7 +3,7 @@
 
 Layout under the prefix: parents/<ns>/<parent_id>, manifests/<ns>/<doc_id>.json, stats/<ns>.json.
 The statistics are read-modify-written; the ingest Lambda runs with reserved concurrency 1 so there is
-one writer.
+one writer (infra/data.py sizes the queue's visibility timeout and retries for batches that wait for it).
 """
 
 from __future__ import annotations

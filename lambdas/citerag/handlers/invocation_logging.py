@@ -39,7 +39,7 @@ def build(components) -> Handler:
         elif kind == "Delete":
             current = bedrock.get_model_invocation_logging_configuration().get("loggingConfig")
             state = _state(s3, bucket, key) or {}
-            if current == wanted:  # still ours: give the account its own setting back
+            if _holds(current, wanted):  # still ours: give the account its own setting back
                 if state.get("previous"):
                     bedrock.put_model_invocation_logging_configuration(loggingConfig=state["previous"])
                 else:
@@ -47,6 +47,15 @@ def build(components) -> Handler:
         return {"PhysicalResourceId": PHYSICAL_ID}
 
     return handler
+
+
+def _holds(current: Any, wanted: Any) -> bool:
+    """Whether the account's configuration is still the one we put: every field we set has our value. Get returns
+    fields we never set as well (`audioDataDeliveryEnabled`, `videoDataDeliveryEnabled`: botocore bedrock
+    2023-04-20 LoggingConfig), so equality would never hold and the account would keep a dead configuration."""
+    if isinstance(wanted, dict):
+        return isinstance(current, dict) and all(_holds(current.get(k), v) for k, v in wanted.items())
+    return current == wanted
 
 
 def _state(s3, bucket: str, key: str) -> dict[str, Any] | None:
