@@ -161,6 +161,38 @@ INTERCEPTOR_CASES = [
 ]
 
 
+def test_every_call_of_a_batch_gets_the_tokens_access_not_the_callers(comps):
+    forged = {"name": "citerag-search___search_documents",
+              "arguments": {"query": "policy", GATEWAY_ACCESS_FIELD: {"tenant": "acme"}}}
+    batch = [{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": forged},
+             {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+             {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": forged}]
+    out = gateway_interceptor.build(comps)({"interceptorInputVersion": "1.0", "mcp": {"gatewayRequest": {
+        "headers": {}, "body": batch}}}, LambdaContext(function_name="interceptor"))
+    sent = out["mcp"]["transformedGatewayRequest"]["body"]
+    assert [m["id"] for m in sent] == [1, 2, 3] and sent[1] == batch[1]
+    for m in (sent[0], sent[2]):
+        assert m["params"]["arguments"] == {"query": "policy",
+                                            GATEWAY_ACCESS_FIELD: {"denied": "the request carries no bearer token"}}
+    assert batch[0]["params"]["arguments"][GATEWAY_ACCESS_FIELD] == {"tenant": "acme"}  # the input is not mutated
+
+
+@pytest.mark.parametrize(("body", "ident", "code"), [
+    ("{\"method\": \"tools/call\"}", None, -32600),
+    ([], None, -32600),
+    ([{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {}}, "x"], None, -32600),
+    ({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": [{"_citerag_access": {"tenant": "acme"}}]}, 7,
+     -32602),
+])
+def test_a_body_the_interceptor_cannot_read_is_answered_not_passed_on(comps, body, ident, code):
+    out = gateway_interceptor.build(comps)({"interceptorInputVersion": "1.0", "mcp": {"gatewayRequest": {
+        "headers": {}, "body": body}}}, LambdaContext(function_name="interceptor"))
+    assert "transformedGatewayRequest" not in out["mcp"]
+    response = out["mcp"]["transformedGatewayResponse"]
+    assert response["statusCode"] == 400
+    assert response["body"]["id"] == ident and response["body"]["error"]["code"] == code
+
+
 @pytest.mark.parametrize(("event", "written"), INTERCEPTOR_CASES, ids=[f"i-{i}" for i in range(len(INTERCEPTOR_CASES))])
 def test_the_interceptor_never_fails_and_always_overwrites(comps, event, written):
     out = gateway_interceptor.build(comps)(event, LambdaContext(function_name="interceptor"))
