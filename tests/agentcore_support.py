@@ -49,6 +49,13 @@ def guardrail_turn(message: str = "Sorry, I cannot help with that request.") -> 
             {"messageStop": {"stopReason": "guardrail_intervened"}}, usage()]
 
 
+def masked_turn(text: str) -> list[dict[str, Any]]:
+    """What BedrockModel yields when the guardrail only masked personal data (its trace says ANONYMIZED): the
+    masked text and the same stop reason as a block, but no redaction event (strands/models/bedrock.py
+    `_should_redact_guardrail_content`)."""
+    return text_turn(text, stop="guardrail_intervened")
+
+
 def answer_xml(*parts: tuple[str, list[str]]) -> str:
     body = "".join(f"<answer_part><text>{t}</text><sources>{''.join(f'<source>{s}</source>' for s in srcs)}"
                    "</sources></answer_part>" for t, srcs in parts)

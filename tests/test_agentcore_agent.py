@@ -24,6 +24,7 @@ from agentcore_support import (
     components,
     guardrail_turn,
     last_results,
+    masked_turn,
     text_turn,
     tool_turn,
 )
@@ -192,6 +193,22 @@ def test_personal_data_is_masked_in_the_answer_and_its_span(comps):
     c = final["citations"][0]
     assert final["text"][c["span"]["start"]:c["span"]["end"]] == c["text"] == "Contact [EMAIL] for exceptions."
     assert of(events, "grading")[0]["pii_masked"] == ["email"]
+
+
+def test_a_guardrail_that_only_masks_leaves_the_answer_and_its_citations(comps):
+    # Bedrock stops with guardrail_intervened when it anonymises personal data as well as when it blocks; masked
+    # output is the answer, with the guardrail's placeholder where the address was.
+    def cite_masked(messages):
+        r = last_results(messages)[0]
+        return masked_turn(answer_xml(("Contact {EMAIL} for exceptions.", [r["source_id"]])))
+
+    masked_classification = masked_turn("The input names {NAME}.</thinking>\n<category>D</category>")
+    model = ScriptedModel(masked_classification, tool_turn({"query": "Acme exceptions contact"}), cite_masked)
+    events = run(comps.agentcore_agent(model), "Who handles exceptions for Kenji Sato?", access={"tenant": "acme"})
+    assert not of(events, "guardrail")
+    final = events[-1]
+    assert final["answered"] and final["text"] == "Contact {EMAIL} for exceptions."
+    assert final["citations"][0]["sources"][0]["uri"].endswith("acme-policy.txt")
 
 
 def test_ungrounded_parts_are_dropped_by_grading(comps):

@@ -140,7 +140,7 @@ class CiteragAgent:
         prompt = req.question
         parts: list[AnswerPart] | None = None
         for attempt in range(cfg.max_reprompts + 1):
-            result = None
+            result, blocked = None, False
             try:
                 async for event in agent.stream_async(prompt, invocation_state={"citerag": turn},
                                                       limits={"turns": cfg.max_model_turns}):
@@ -148,6 +148,7 @@ class CiteragAgent:
                         yield turn.pending.pop(0)
                     if "result" in event:
                         result = event["result"]
+                    blocked = blocked or _blocks(event.get("event"))
             except Exception as exc:
                 while turn.pending:
                     yield turn.pending.pop(0)
@@ -161,7 +162,7 @@ class CiteragAgent:
             if result is None:
                 yield ev.error_event("internal", "the agent loop ended without a result; try again")
                 return
-            if result.stop_reason == "guardrail_intervened":
+            if result.stop_reason == "guardrail_intervened" and blocked:
                 yield ev.step("guardrail", stage="output" if turn.returned else "input", action="INTERVENED")
                 for out in self._final(req, Answer(text=_message_text(result.message) or REJECTED, answered=False),
                                   save=False):
@@ -216,13 +217,14 @@ class CiteragAgent:
     async def _classify(self, question: str) -> tuple[dict[str, Any], bool, str]:
         """({accepted, category, rationale}, guardrail intervened, output text) of the classification call."""
         system, user = agent_prompts.classifier(question)
-        text, stop = "", None
+        text, stop, blocked = "", None, False
         async for chunk in self.model.stream([{"role": "user", "content": [{"text": user}]}], None, system):
             delta = (chunk.get("contentBlockDelta") or {}).get("delta") or {}
             text += delta.get("text", "")
             if "messageStop" in chunk:
                 stop = chunk["messageStop"].get("stopReason")
-        if stop == "guardrail_intervened":
+            blocked = blocked or _blocks(chunk)
+        if stop == "guardrail_intervened" and blocked:
             return {}, True, text
         parsed = parse_model_output({"messageVersion": "1.0", "promptType": "PRE_PROCESSING",
                                      "invokeModelRawResponse": text})["preProcessingParsedResponse"]
@@ -235,6 +237,14 @@ class CiteragAgent:
     def _tool(self) -> PythonAgentTool:
         spec = {"name": FUNCTION_NAME, "description": FUNCTION_DESCRIPTION, "inputSchema": {"json": input_schema()}}
         return PythonAgentTool(FUNCTION_NAME, spec, _run_search)  # type: ignore[arg-type]
+
+
+def _blocks(chunk: Any) -> bool:
+    """Whether a model stream chunk says the guardrail blocked. Bedrock stops with `guardrail_intervened` when it
+    only masked personal data too (the masked text is the answer, to be read as usual); BedrockModel tells the two
+    apart from the guardrail trace and emits `redactContent` only for a block (strands/models/bedrock.py
+    `_should_redact_guardrail_content`: "redact only when a policy's action is BLOCKED")."""
+    return isinstance(chunk, dict) and "redactContent" in chunk
 
 
 def _run_search(tool_use: dict[str, Any], **invocation_state: Any) -> dict[str, Any]:
