@@ -124,6 +124,37 @@ def test_a_heading_or_a_mid_sentence_fragment_is_not_the_answer():
     assert picked[0].sentence.startswith("The patent license terminates")
 
 
+def test_a_text_file_that_opens_in_lower_case_is_no_fragment_at_its_first_line():
+    # "noperm secret: the magic word is plover." lost to bzip2's "invalid magic numbers" as a chunk's fragment,
+    # though it is the file's own first line; a later chunk of a text file may still start mid-sentence.
+    text = "noperm secret: the magic word is plover."
+    other = Passage(source_id="S2", title="changelog", lang="en", section="lines 140-157",
+                    text="* Don't run out of file handles when many files have invalid magic numbers.")
+    def first(section):
+        passage = Passage(source_id="S1", title="noperm", lang="en", section=section, text=text)
+        return pick_sentences("What is the magic word?", [passage, other], max_sentences=1)[0].sentence
+
+    assert first("line 1") == text
+    assert first("lines 40-41") != text
+
+
+def test_an_editors_command_ends_no_sentence_and_a_commands_column_ends_its_row():
+    # vimtutor: "…には <ESC> :q! <ENTER> とタイプします" was cut after ":q!", and in a table of commands each
+    # row's command (after a tab) was read as the start of the next row.
+    assert split_statements("3. Vim を終了するには\t<ESC> :q!\t<ENTER> とタイプします(変更を破棄)。") == [
+        "3. Vim を終了するには\t<ESC> :q!\t<ENTER> とタイプします(変更を破棄)。"]
+    assert split_statements("** :! の後に実行する外部コマンドをタイプします。") == [
+        "** :! の後に実行する外部コマンドをタイプします。"]
+    assert split_statements("Use the vec! macro. Great! Next.") == ["Use the vec! macro.", "Great!", "Next."]
+    table = ("現在行の全ての old を new に置換する。\t:s/old/new/g\n"
+             "ファイルの中の全ての検索語句を置換する。\t:%s/old/new/g\n")
+    assert split_statements(table) == ["現在行の全ての old を new に置換する。 :s/old/new/g",
+                                       "ファイルの中の全ての検索語句を置換する。 :%s/old/new/g"]
+    # After a single space, an option starts the next sentence: it is not the sentence before's column.
+    wrapped = "大文字小文字は区別しません。 -L または\n-follow オプションが有効なら偽を返します。"
+    assert split_statements(wrapped)[0] == "大文字小文字は区別しません。"
+
+
 def test_prose_printed_after_a_listing_and_its_caption_is_answered_without_the_markup():
     # A PDF of a book chapter prints the listing, its caption and the next paragraph as one run of text with no
     # sentence end between them; the answer is the paragraph's sentence, not "} <span …>" glued to it.

@@ -294,7 +294,11 @@ def _score_passage(asked: _Asked, rank: int, p: Passage, head: str, foreign: boo
     """Each statement of one passage and each pair of neighbours, scored without the model."""
     q, weight, total = asked.weight.keys(), asked.weight, asked.total
     spans = split_statements(p.text, lines_wrap=p.page is None)
-    path = p.section if p.section and not LINE_RANGE.match(p.section) else ""  # a text file's line range is none
+    lines = LINE_RANGE.match(p.section or "")
+    path = p.section if p.section and not lines else ""  # a text file's line range is none
+    # A text file's passage from line 1 starts where the document does, not at a chunk boundary: its lower-case
+    # start is the document's own ("noperm secret: the magic word is plover.").
+    mid_sentence = not (lines and lines.group(1) == "1")
     off_topic = _off_topic(asked, p, path)
     # A sentence is about what its section's heading says ("基準型はf64です" under "データ型 > 浮動小数点型"): the
     # heading's terms count as the sentence's, as the model reads the sentence under it. Dev: Rust-book Japanese
@@ -349,7 +353,7 @@ def _score_passage(asked: _Asked, rank: int, p: Passage, head: str, foreign: boo
             # a pointer ("実際に動作している浮動小数点数の例をご覧ください:" led two benchmark answers when every
             # colon counted), as it is when it sends the reader elsewhere ("…, see Chapter 8:").
             factor *= 0.6
-        if heading[first] or (first == 0 and text[:1].islower()):
+        if heading[first] or (first == 0 and mid_sentence and text[:1].islower()):
             # "Grant of Patent License." restates the question's words without answering it; a passage that
             # starts mid-sentence (a chunk boundary) gives a fragment.
             factor *= 0.3

@@ -133,6 +133,12 @@ _COMMAND_LINE = re.compile(r"^[$#]?\s?[a-z./][\w./:+=*'-]*(?:\s+[^\s。]+){0,5}(
 _AFTER_COMMAND = re.compile(r"^(?:[をと](?:実行|入力|打|使|指定)|(?:using|with|to|in|from|as|where|for)\b).*[。.]$")
 
 
+def _is_command_column(piece: str) -> bool:
+    """A command in a row's last column: an editor's (":%s/old/new/g", ":q!") or any other code, short."""
+    return len(piece) <= 60 and not _reads_as_prose(piece) \
+        and ((piece[:1] == ":" and piece[1:2] not in ("", " ", "\t")) or bool(CODE.search(piece)))
+
+
 def is_command_line(statement: str) -> bool:
     """A command alone on its line ("aptitude safe-upgrade", "systemctl get-default")."""
     return bool(_COMMAND_LINE.match(statement)) and not _reads_as_prose(statement)
@@ -176,6 +182,15 @@ def split_statements(text: str, lines_wrap: bool = True) -> list[str]:
         elif out and same_line and out[-1].rstrip("”’\"')").endswith((".", "!", "?")) \
                 and (piece[:1].islower() or piece[:1].isdigit()):
             out[-1] = f"{out[-1]} {piece}"
+        elif out and lines_wrap and (gap.endswith(("\t", "  "))) and out[-1].endswith(_TERMINAL) \
+                and text[span.end : span.end + 1] in ("\n", "") and _is_command_column(piece):
+            # A table of commands set as text, each row "what it does。<TAB>the command" ("ファイルの中の全ての
+            # 検索語句を置換する。\t:%s/old/new/g"): the command ends its row's statement; read on, it opened the
+            # next row's and was quoted as that row's command. Set off by a tab or spaces, as a column is: after one
+            # space it is the next sentence's start, wrapped ("…区別しません。 -L または\n-follow オプションが…").
+            out[-1] = f"{out[-1]} {piece}"
+            code_end = True
+            continue
         elif out and _takes_command(out[-1], piece, gap):
             # Before a text file's wrap: the command ends the statement ("…run the command\nsystemctl get-default
             # \nDuring boot-up…" is two).

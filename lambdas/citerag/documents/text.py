@@ -105,7 +105,7 @@ def split_sentences(text: str) -> list[Span]:
     spans: list[Span] = []
     start = 0
     for m in _SENT_END_RE.finditer(text):
-        if _closes_placeholder(text, m.start(), m.group()):
+        if _closes_placeholder(text, m.start(), m.group()) or _ends_ex_command(text, m.start(), m.group()):
             continue
         end = m.end()
         _append(spans, text, start, end)
@@ -121,6 +121,15 @@ def _closes_placeholder(text: str, at: int, end_mark: str) -> bool:
         return False
     word = text[max(text.rfind(" ", 0, at), text.rfind("\n", 0, at)) + 1 : at]
     return len(word) >= 2 and word.startswith("?") and "?" not in word[1:]
+
+
+def _ends_ex_command(text: str, at: int, end_mark: str) -> bool:
+    """The "!" of an editor's command (":q!", ":w!"), which forces it and ends nothing: split there, vimtutor's
+    "Vim を終了するには <ESC> :q! <ENTER> とタイプします" lost its command to the next statement."""
+    if not end_mark.startswith("!"):
+        return False
+    word = text[max(text.rfind(" ", 0, at), text.rfind("\t", 0, at), text.rfind("\n", 0, at)) + 1 : at]
+    return word.startswith(":") and not word.startswith("::")
 
 
 def _append(spans: list[Span], text: str, start: int, end: int) -> None:
