@@ -127,7 +127,7 @@ def test_the_web_api_refuses_a_bad_question_with_400_and_says_its_true_length(tm
 
     comps = Components(Settings(data_dir=tmp_path / "data", embedder="hashing", index_path=tmp_path / "i.sqlite"))
     comps.ingestor().ingest_paths([SAMPLES / "faq-en.md"])
-    client = TestClient(build_app(comps))
+    client = TestClient(build_app(comps), base_url="http://127.0.0.1:8765")
     for q, said in (("", "empty"), ("x" * 21_000, "21,000 characters long")):
         r = client.get("/api/ask", params={"q": q})
         assert r.status_code == 400 and said in r.json()["error"]

@@ -158,6 +158,49 @@ def test_only_indexed_files_are_served_and_text_is_escaped(server, browser, tmp_
 
 
 
+def test_a_refused_question_says_why_instead_of_searching_forever(server, browser, tmp_path):
+    # The 400's reason was never read: the page stayed on "Searching…".
+    page = browser.open(f"{server}/?q={'a' * 2001}")
+    page.wait_for("document.getElementById('status').textContent.startsWith('Error')")
+    assert "2,001 characters long" in page.eval("document.getElementById('status').textContent")
+
+
+def test_a_request_for_another_host_or_from_another_site_is_refused(server):
+    from urllib.request import Request
+
+    uri = quote((SAMPLES / "faq-en.md").resolve().as_uri(), safe="")
+    for headers, code in (({"Host": "attacker.example"}, 421), ({"Origin": "http://attacker.example"}, 403),
+                          ({"Host": "attacker.example:80", "Origin": "http://attacker.example"}, 421)):
+        with pytest.raises(HTTPError) as exc:
+            urlopen(Request(f"{server}/file?uri={uri}", headers=headers))
+        assert exc.value.code == code
+    port = server.rsplit(":", 1)[1]
+    for host in (f"localhost:{port}", f"127.0.0.1:{port}"):
+        with urlopen(Request(f"{server}/file?uri={uri}", headers={"Host": host, "Origin": f"http://{host}"})) as r:
+            assert r.status == 200
+
+
+def test_a_tenants_file_is_no_more_served_than_it_is_cited(tmp_path):
+    from citerag.components import Components
+    from citerag.settings import Settings
+
+    public, acme = tmp_path / "public", tmp_path / "acme"
+    public.mkdir()
+    acme.mkdir()
+    (public / "open.txt").write_text("The office opens at nine.\n")
+    (acme / "secret.txt").write_text("The launch code is ZEBRA-42.\n")
+    comps = Components(Settings(data_dir=tmp_path / "data", embedder="hashing", index_path=tmp_path / "i.sqlite"))
+    comps.ingestor().ingest_paths([public])
+    comps.ingestor({"tenant": "acme"}).ingest_paths([acme])
+    with _serving(comps) as base:
+        for route in ("file", "lines", "source"):
+            with pytest.raises(HTTPError) as exc:
+                urlopen(f"{base}/{route}?uri={quote((acme / 'secret.txt').as_uri(), safe='')}")
+            assert exc.value.code == 404
+            with urlopen(f"{base}/{route}?uri={quote((public / 'open.txt').as_uri(), safe='')}") as resp:
+                assert resp.status == 200
+
+
 def test_an_indexed_web_page_is_shown_never_run_so_it_cannot_read_other_documents(browser, tmp_path):
     # A saved web page's script, run on the server's origin, fetched another indexed file and put it in the title.
     from citerag.components import Components

@@ -10,18 +10,20 @@ import json
 import re
 from pathlib import Path
 from typing import Annotated
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import typer
 
 from citerag.citations.answer import related_wire
 from citerag.citations.extractive import NOT_FOUND_OPENINGS
+from citerag.citations.search_tool import access_filter
 from citerag.citations.verified import FALLBACK
 from citerag.cli.common import IndexOpt, NamespaceOpt, app, err, errors, open_index, port_free
 from citerag.documents.chunking import first_line, line_bounds
 from citerag.documents.encodings import decode_text
 from citerag.documents.text import resolve_overstrike
 from citerag.errors import CiteragError
+from citerag.search import filters as flt_mod
 from citerag.search.passage import location
 from citerag.search.query import analyze
 
@@ -55,7 +57,14 @@ async function ask(q) {
   $('answer').textContent = ''; $('sources').textContent = ''; $('sources-title').hidden = true;
   $('related').textContent = ''; $('related-title').hidden = true;
   $('status').textContent = 'Searching…';
-  const resp = await fetch('/api/ask?q=' + encodeURIComponent(q));
+  let resp;
+  try { resp = await fetch('/api/ask?q=' + encodeURIComponent(q)); }
+  catch (e) { $('status').textContent = 'Error: the server cannot be reached.'; return; }
+  if (!resp.ok) {  // a refused question: one JSON object with the reason, not a stream
+    let reason = 'the server answered ' + resp.status;
+    try { reason = (await resp.json()).error || reason; } catch (e) {}
+    $('status').textContent = 'Error: ' + reason; return;
+  }
   const reader = resp.body.getReader(); const dec = new TextDecoder(); let buf = '';
   for (;;) {
     const {value, done} = await reader.read();
@@ -103,8 +112,50 @@ def says_not_found(text: str) -> bool:
     return text.strip().startswith((*NOT_FOUND_OPENINGS, *FALLBACK.values()))
 
 
-def build_app(comps):
-    """The Starlette app over loaded components (the model loads once, at start)."""
+LOCAL_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
+WILDCARDS = frozenset({"0.0.0.0", "::", ""})
+
+
+def _hostname(value: str) -> str | None:
+    """The host of a Host header or an Origin ("[::1]:8765", "http://localhost:8765"), lower-cased; None when it
+    has none."""
+    try:
+        name = urlsplit(value if "//" in value else f"//{value}").hostname
+    except ValueError:
+        return None
+    return name.lower() if name else None
+
+
+def _only_for(app, bound: str):
+    """Requests must name this server as their Host, and a browser's Origin must be it too: a page elsewhere
+    that points its own domain at 127.0.0.1 (DNS rebinding) would otherwise read answers and every indexed file.
+    Bound to every address, the server is meant to be reached by names it cannot know; only Origin is checked."""
+    from starlette.responses import PlainTextResponse
+
+    allowed = LOCAL_NAMES | {bound.strip("[]").lower()}
+    wildcard = bound.strip("[]") in WILDCARDS
+
+    async def guarded(scope, receive, send):
+        if scope["type"] == "http":
+            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+            host = _hostname(headers.get("host", ""))
+            origin = headers.get("origin")
+            if not wildcard and host not in allowed:
+                await PlainTextResponse("this server answers requests for 127.0.0.1 or localhost only",
+                                        status_code=421)(scope, receive, send)
+                return
+            if origin and origin != "null" and _hostname(origin) not in (allowed | {host}):
+                await PlainTextResponse("requests from other sites are refused", status_code=403)(
+                    scope, receive, send)
+                return
+        await app(scope, receive, send)
+
+    return guarded
+
+
+def build_app(comps, host: str = "127.0.0.1"):
+    """The Starlette app over loaded components (the model loads once, at start), answering requests for `host`
+    (the address it is bound to) and the loopback names only."""
     from starlette.applications import Starlette
     from starlette.responses import FileResponse, HTMLResponse, JSONResponse, PlainTextResponse, StreamingResponse
     from starlette.routing import Route
@@ -112,11 +163,22 @@ def build_app(comps):
     from citerag.cli.chat import _answerer
     from citerag.ingestion.files import uri_to_path
 
-    ask = _answerer(comps, "local", {})
+    session: dict[str, str] = {}  # the page's session carries no tenant or groups: it sees public documents
+    ask = _answerer(comps, "local", session)
+    try:
+        visible = access_filter(session, comps.search_tool().config)
+        sees_any = True
+    except PermissionError:  # CITERAG_ACL_REQUIRED: a session without a tenant sees nothing
+        visible, sees_any = None, False
 
     def known_file(uri: str) -> Path | None:
-        doc = comps.index.find_by_uri(uri, comps.settings.namespace)
-        path = uri_to_path(uri) if doc else None
+        """A document of this index the page's session may read, as search would let it: a tenant's or a group's
+        file is no more served than it is cited."""
+        ns = comps.settings.namespace
+        doc = comps.index.find_by_uri(uri, ns)
+        if doc is None or not sees_any or not flt_mod.matches(visible, comps.index.document_metadata(doc.doc_id, ns)):
+            return None
+        path = uri_to_path(uri)
         return path if path and path.is_file() else None
 
     async def index(request):
@@ -205,8 +267,8 @@ def build_app(comps):
         first, last = (_number(b) for b in bounds)
         return HTMLResponse(numbered_lines(path.read_bytes(), first, last))
 
-    return Starlette(routes=[Route("/", index), Route("/api/ask", api_ask), Route("/source", source),
-                             Route("/file", file), Route("/lines", numbered)])
+    return _only_for(Starlette(routes=[Route("/", index), Route("/api/ask", api_ask), Route("/source", source),
+                                       Route("/file", file), Route("/lines", numbered)]), host)
 
 
 def _number(param: str) -> int:
@@ -238,7 +300,7 @@ def numbered_lines(data: bytes, first: int, last: int) -> str:
 
 @app.command()
 def serve(
-    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="port on 127.0.0.1")] = 8765,
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="the port to listen on")] = 8765,
     host: Annotated[str, typer.Option("--host", help="the address to bind")] = "127.0.0.1",
     index: IndexOpt = None,
     namespace: NamespaceOpt = None,
@@ -251,6 +313,6 @@ def serve(
             raise CiteragError("citerag serve needs the serve extra: pip install 'citerag[serve]'") from None
         port_free(host, port)
         comps = open_index(index, namespace)
-        web = build_app(comps)
+        web = build_app(comps, host)
         err.print(f"citerag on http://{host}:{port}/", highlight=False)
         uvicorn.run(web, host=host, port=port, log_level="warning")
