@@ -67,10 +67,13 @@ def test_a_markdown_heading_that_reads_like_a_line_range_is_a_heading():
 def test_two_sentences_cited_to_one_source_give_it_the_lines_of_both():
     p = passage()
     answer = compose([Picked("S1", "Intro.", 1.0), Picked("S1", "The end.", 1.0)], {"S1": p})
-    assert [s.section for c in answer.citations for s in c.sources] == ["lines 3-7", "lines 3-7"]
-    assert answer.sources[0].excerpt == "Intro."
+    # The list of sources names the source once, with the lines of both; each citation opens at its own sentence.
+    assert answer.sources[0].section == "lines 3-7" and answer.sources[0].excerpt == "Intro."
+    assert [(s.section, s.excerpt) for c in answer.citations for s in c.sources] == [
+        ("line 3", "Intro."), ("line 7", "The end.")]
     first = as_source(p, "Intro.")
-    assert as_source(p, "Write to [EMAIL]", earlier=first) is first and first.section == "lines 3-6"
+    again = as_source(p, "Write to [EMAIL]", earlier=first)
+    assert first.section == "lines 3-6" and (again.section, again.excerpt) == ("lines 5-6", "Write to [EMAIL]")
 
 
 def test_the_classic_path_names_the_lines_of_the_cited_sentence():
@@ -88,6 +91,9 @@ def test_the_classic_path_names_the_lines_of_the_cited_sentence():
     ]
     answer = answer_from_events(events)
     assert len(answer.citations) == 2 and [s.section for s in answer.sources] == ["lines 5-7"]
+    # Each citation quotes and opens at its own sentence, not the first one cited from the same passage.
+    assert [(c.sources[0].excerpt, c.sources[0].section) for c in answer.citations] == [
+        ("Write to [EMAIL]", "lines 5-6"), ("The end.", "line 7")]
 
 
 def _rooms(tmp_path, rooms: int, target: int):
@@ -153,7 +159,8 @@ def test_a_source_cited_for_a_paraphrase_too_names_all_its_lines_whatever_the_or
     p = passage()
     for order in (["Intro.", "A paraphrase of the notes."], ["A paraphrase of the notes.", "Intro."]):
         src = as_source(p, order[0])
-        assert as_source(p, order[1], earlier=src).section == "lines 3-7"
+        as_source(p, order[1], earlier=src)
+        assert src.section == "lines 3-7"
 
 
 def test_a_masked_value_opening_the_sentence_is_looked_for_in_its_paragraph_only():

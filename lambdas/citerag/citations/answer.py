@@ -74,7 +74,7 @@ def compose(picked: Iterable[Sentence], by_sid: Mapping[str | None, Passage]) ->
     joiner = ""
     for p in picked:
         src = as_source(by_sid[p.source_id], p.sentence, earlier=sources.get(p.source_id), sentence=p.sentence)
-        sources.setdefault(p.source_id, src)
+        sources.setdefault(p.source_id, src.model_copy())  # the list's: its lines grow, the citation's do not
         text += joiner
         start = len(text)
         text += p.sentence

@@ -42,7 +42,9 @@ def from_wire(data: dict[str, Any], trace: list[dict[str, Any]] | None = None) -
                 continue
             sid = str(s["source_id"])[:200]
             excerpt = str(s.get("excerpt", ""))[:MAX_TEXT]
-            p = sources.get(sid) or Passage(source_id=sid, text=excerpt, excerpt=excerpt, **_place(s))
+            # Each citation's source with the sentence (and lines) it is cited for; the answer's list of sources
+            # holds each source once, as first cited.
+            p = Passage(source_id=sid, text=excerpt, excerpt=excerpt, **_place(s))
             sources.setdefault(sid, p)
             srcs.append(p)
         start, end = span.get("start"), span.get("end")

@@ -32,17 +32,15 @@ def as_source(passage: Passage, shown: str, mask: Callable[[str], str] | None = 
     """The passage as the source of a sentence the answer shows: that sentence as its excerpt (see `excerpt`; or
     `sentence`, when the caller picked it from the passage itself) and, for a text file, the lines the sentence
     is on rather than every line the passage holds. `earlier`: the source this passage already is for an earlier
-    sentence of the answer, which every citation of it shares: it keeps that sentence as its excerpt, and its
-    lines grow to take this one in."""
+    sentence of the answer, the one the answer's list of sources shows: it keeps that sentence as its excerpt, and
+    its lines grow to take this one in; the citation of this sentence gets its own sentence and lines (a link from
+    it opened the document at the first sentence's lines, under the first sentence)."""
     first = first_line(passage.section, passage.uri)
-    needs_excerpt = earlier is None and sentence is None
-    found = _find(passage.text, shown) if first is not None or needs_excerpt else None
-    span = found or (translated(shown, passage.text) if first is not None or needs_excerpt else None)
+    found = _find(passage.text, shown) if first is not None or sentence is None else None
+    span = found or (translated(shown, passage.text) if first is not None or sentence is None else None)
     lines = line_range(passage.text, *span, first_line=first) if span and first is not None else None
-    if earlier is not None:
-        if first is not None:  # a sentence not found in the passage is somewhere in all of its lines
-            earlier.section = _spanning(earlier.section, lines or passage.section or "")
-        return earlier
+    if earlier is not None and first is not None:  # a sentence not found in the passage is somewhere in its lines
+        earlier.section = _spanning(earlier.section, lines or passage.section or "")
     text = sentence[:EXCERPT_CHARS] if sentence is not None else \
         _excerpt(shown, passage.text, found is not None, mask, span=span)
     return passage.model_copy(update={"excerpt": text, "section": lines or passage.section})

@@ -95,7 +95,7 @@ def finish(question: str | Query, parts: Sequence[AnswerPart], returned: Mapping
         srcs = []
         for sid in dict.fromkeys(p.sources):
             src = as_source(returned[sid], masked, mask=lambda t: masker.mask(t)[0], earlier=sources.get(sid))
-            sources.setdefault(sid, src)
+            sources.setdefault(sid, src.model_copy())  # the list's: its lines grow, the citation's do not
             srcs.append(src)
         if srcs:
             citations.append(Citation(text=masked, start=start, end=len(text), sources=srcs))

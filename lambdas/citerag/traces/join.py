@@ -78,7 +78,7 @@ def answer_from_events(events: Iterable[dict[str, Any]], mask: Callable[[str], s
             if r is None:
                 continue
             src = as_source(r, claim, mask=mask, earlier=cited.get(sid))
-            cited[sid] = src
+            cited.setdefault(sid, src.model_copy())  # the list's: its lines grow, the citation's do not
             srcs.append(src)
         if srcs:
             citations.append(Citation(text=claim, start=start, end=end, sources=srcs))
