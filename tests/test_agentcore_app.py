@@ -165,7 +165,7 @@ def test_a_jwt_runtime_is_called_over_https_with_the_bearer_token(jwt_server, mo
         RuntimeClient().ask_with_token("What is it?", ARN, "not-a-jwt")
 
 
-LONG = "x" * 4001
+LONG = "x" * 2001
 # (body, headers, expected status, a specific piece of the message)
 PAYLOAD_CASES = [
     ("{not json", {}, 400, "Invalid JSON"),
@@ -178,7 +178,7 @@ PAYLOAD_CASES = [
     ('{"question": "q?"}', {}, 400, "unknown field 'question'"),
     ('{"prompt": ""}', {}, 400, "'prompt' is empty"),
     ('{"prompt": "   "}', {}, 400, "'prompt' is blank"),
-    (json.dumps({"prompt": LONG}), {}, 400, "longer than 4,000"),
+    (json.dumps({"prompt": LONG}), {}, 400, "longer than 2,000"),
     ('{"prompt": 42}', {}, 400, "'prompt' is not valid"),
     ('{"prompt": ["q"]}', {}, 400, "'prompt' is not valid"),
     ('{"prompt": {"text": "q"}}', {}, 400, "'prompt' is not valid"),

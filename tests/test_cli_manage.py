@@ -115,10 +115,15 @@ def test_reset_and_the_index_option_never_touch_what_is_not_an_index(tmp_path):
         conn.execute("CREATE TABLE bookmarks (url TEXT)")
     secret = tmp_path / "db.sqlite"  # an encrypted database (SQLCipher) has no SQLite header
     secret.write_bytes(os.urandom(4096))
-    for target in (folder, page, other, secret):
+    todo = tmp_path / "todo.md"  # empty: it was made a database, with a snapshot folder beside it
+    todo.write_bytes(b"")
+    for target in (folder, page, other, secret, todo):
         r = run("reset", "--yes", "--index", str(target))
         assert r.exit_code == 1 and "is not a citerag index" in r.output and "nothing was deleted" in r.output
     assert (folder / "pump.md").exists() and page.read_text() == "<p>Keep me.</p>" and secret.stat().st_size == 4096
+    r = run("docs", "--index", str(todo))
+    assert r.exit_code == 1 and "is not a citerag index" in r.output
+    assert todo.read_bytes() == b"" and not (tmp_path / "todo.md-snapshot").exists()
     for command in (("docs",), ("ingest", str(folder))):
         r = run(*command, "--index", str(other))
         assert r.exit_code == 1 and "is not a citerag index" in r.output

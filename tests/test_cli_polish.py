@@ -143,7 +143,12 @@ def test_a_taken_port_is_refused_before_the_server_says_it_is_up(tmp_path):
         port = held.getsockname()[1]
         r = CliRunner().invoke(app, ["serve", "--port", str(port)], env={"CITERAG_EMBEDDER": "hashing",
                                                                         "CITERAG_DATA_DIR": str(tmp_path)})
-    assert r.exit_code == 1 and f"cannot listen on 127.0.0.1:{port}" in r.output and "citerag on http" not in r.output
+        assert r.exit_code == 1 and f"cannot listen on 127.0.0.1:{port}" in r.output
+        assert "citerag on http" not in r.output and "--port" in r.output
+        r = CliRunner().invoke(app, ["mcp", "--http", str(port)], env={"CITERAG_EMBEDDER": "hashing",
+                                                                      "CITERAG_DATA_DIR": str(tmp_path)})
+        assert r.exit_code == 1 and f"cannot listen on 127.0.0.1:{port}" in r.output
+        assert "--http" in r.output and "--port" not in r.output  # mcp has no --port
 
 
 def test_chat_says_how_long_a_long_question_really_is(tmp_path):

@@ -17,6 +17,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from citerag.citations.answer_wire import from_wire
 from citerag.citations.tool import FUNCTION_DESCRIPTION, FUNCTION_NAME, input_schema
+from citerag.errors import CiteragError
 from citerag.mcp_server import build_server
 from citerag.testing.agentcore import free_port
 
@@ -147,15 +148,41 @@ def test_server_side_tenant_sees_tenant_documents_and_arguments_cannot(comps):
     assert any("acme-policy" in r["uri"] for r in json.loads(acme.content[0].text)["results"])
 
 
+def test_a_search_that_finds_nothing_counts_its_attempts_in_the_session(comps):
+    # Every retry was "attempt 1 of 3": the session attributes the search tool returns were dropped.
+    server = build_server(comps)
+    async def run():
+        async with Client(server) as c:
+            return [json.loads((await c.call_tool(FUNCTION_NAME, {"query": "qqqxxzz zzyzx"})).content[0].text)
+                    for _ in range(4)]
+    said = [json.dumps(r) for r in asyncio.run(run())]
+    assert "1 of 3" in said[0] and "2 of 3" in said[1]
+    assert said[0] != said[2] and said[2] != said[3]
+
+
+@pytest.mark.parametrize("access", [{"tenant": "bad tenant!"}, {"groups": json.dumps(["bad group!"])}])
+def test_a_bad_tenant_or_group_is_refused_when_the_server_starts(comps, access):
+    with pytest.raises(CiteragError, match=r"not a valid id|not a list of group ids"):
+        build_server(comps, access=access)
+
+
+def test_an_unknown_key_error_names_only_keys_of_documents_the_session_may_see(comps):
+    flt = {"filters": '{"colour": "red"}', "query": "rotation period"}
+    public = call(build_server(comps), FUNCTION_NAME, flt)
+    acme = call(build_server(comps, access={"tenant": "acme"}), FUNCTION_NAME, flt)
+    assert public.is_error and acme.is_error
+    assert "tenant" not in public.content[0].text and "tenant" in acme.content[0].text
+
+
 # (tool, arguments, is_error, a specific piece of the answer)
 CASES = [
     (FUNCTION_NAME, {}, True, "'query' is missing or empty"),
     (FUNCTION_NAME, {"query": ""}, True, "'query' is missing or empty"),
     (FUNCTION_NAME, {"query": "  \t "}, True, "'query' is missing or empty"),
     (FUNCTION_NAME, {"query": None}, True, "'query' is missing or empty"),
-    (FUNCTION_NAME, {"query": 42}, True, "'query' is missing or empty"),
-    (FUNCTION_NAME, {"query": ["E2"]}, True, "'query' is missing or empty"),
-    (FUNCTION_NAME, {"query": {"q": 1}}, True, "'query' is missing or empty"),
+    (FUNCTION_NAME, {"query": 42}, True, "'query' must be text"),
+    (FUNCTION_NAME, {"query": ["E2"]}, True, "'query' must be text"),
+    (FUNCTION_NAME, {"query": {"q": 1}}, True, "'query' must be text"),
     (FUNCTION_NAME, {"query": "x" * 3000}, True, "2,000"),
     (FUNCTION_NAME, {"query": "\u0000\u0001"}, True, "'query' is missing or empty"),
     (FUNCTION_NAME, {"query": "E2", "filters": "{oops"}, True, "not valid JSON"),
@@ -164,6 +191,7 @@ CASES = [
     (FUNCTION_NAME, {"query": "E2", "filters": "[]"}, True, "not a valid filter"),
     (FUNCTION_NAME, {"query": "E2", "filters": {"page": {"$gte": "two"}}}, True, "not a valid filter"),
     (FUNCTION_NAME, {"query": "E2", "filters": "{" * 400 + "}" * 400}, True, "filters"),
+    (FUNCTION_NAME, {"query": "E2", "filters": "[" * 1500}, True, "filters"),
     (FUNCTION_NAME, {"query": "error E2", "top_k": 0}, False, "top_k must be a whole number from 1 to 20"),
     (FUNCTION_NAME, {"query": "error E2", "top_k": 500}, False, "top_k must be a whole number from 1 to 20"),
     (FUNCTION_NAME, {"query": "error E2", "top_k": "lots"}, False, "top_k must be a whole number from 1 to 20"),
@@ -175,7 +203,8 @@ CASES = [
     ("ask", {}, True, "question"),
     ("ask", {"question": ""}, True, "question is empty"),
     ("ask", {"question": "   "}, True, "question is empty"),
-    ("ask", {"question": "q" * 5000}, True, "longer than 4,000"),
+    ("ask", {"question": "q" * 5000}, True, "longer than 2,000"),
+    ("ask", {"question": "q " * 1500}, True, "longer than 2,000"),  # the search's limit: it failed past the search
     ("ask", {"question": ["E2"]}, True, "question must be text"),
     ("ask", {"question": 42}, True, "question must be text"),
     ("ask", {"question": None}, True, "question must be text"),

@@ -21,10 +21,11 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
+from citerag.citations.search_tool import access_filter
 from citerag.citations.tool import FUNCTION_DESCRIPTION, FUNCTION_NAME, INSTRUCTION, input_schema
 from citerag.errors import CiteragError
 from citerag.runtimes.agentcore.events import MAX_PROMPT_CHARS, TurnRequest, new_session_id
-from citerag.search.filters import unknown_keys, validate
+from citerag.search.filters import matches, unknown_keys, validate
 
 ASK_DESCRIPTION = (
     "Answer a question from the user's documents with verified citations: every cited span names the file (uri), "
@@ -56,12 +57,28 @@ def _list_schema(server: MCPServer, name: str, schema: dict[str, Any]) -> None:
     registered.parameters = schema
 
 
-def _known_keys(components, filters: Any) -> None:
+def _visible_keys(components, session: dict[str, str]) -> list[str]:
+    """The metadata keys of the documents this session may see: a key only another tenant's documents carry is
+    not named to it (it would tell what they are labelled with)."""
+    index, ns = components.index, components.settings.namespace
+    try:
+        visible = access_filter(session, components.search_tool().config)
+    except PermissionError:
+        return []
+    keys: set[str] = set()
+    for doc in index.list_documents(ns):
+        metadata = index.document_metadata(doc.doc_id, ns)
+        if matches(visible, metadata):
+            keys.update(metadata)
+    return sorted(keys)
+
+
+def _known_keys(components, filters: Any, session: dict[str, str]) -> None:
     """A filter on a key no document has matched nothing, and the model was told to rewrite its query."""
     if isinstance(filters, str):
         try:
             filters = json.loads(filters)
-        except ValueError:
+        except (ValueError, RecursionError):  # "[[[[…": nested past what the parser takes
             return  # the search tool says what is wrong with it
     index = components.index
     try:
@@ -69,7 +86,7 @@ def _known_keys(components, filters: Any) -> None:
     except CiteragError:
         return  # the search tool says what is wrong with it
     if isinstance(filters, dict) and hasattr(index, "metadata_keys"):
-        problem = unknown_keys(filters, index.metadata_keys(components.settings.namespace))
+        problem = unknown_keys(filters, _visible_keys(components, session))
         if problem:
             raise ToolError(f"The filters test a key the documents lack: {problem}. Fix the filters or leave them "
                             "out.")
@@ -78,13 +95,20 @@ def _known_keys(components, filters: Any) -> None:
 def build_server(components, *, access: dict[str, str] | None = None) -> MCPServer:
     tool = components.search_tool()
     session = dict(access or {})
+    try:  # a bad --tenant or --group is refused at start, not by every call
+        access_filter(session, tool.config)
+    except PermissionError as exc:
+        raise CiteragError(str(exc).split(", so ")[0].replace("This session's", "The")) from None
     server = MCPServer("citerag", version=_version(),
                        instructions=INSTRUCTION + " Cite the source_id, file and page (or section) of every "
                                                   "passage you use.")
 
     def search_documents(query: Any = None, filters: Any = None, top_k: Any = None) -> dict[str, Any]:
-        _known_keys(components, filters)
+        _known_keys(components, filters, session)
         result, body = tool.run({"query": query, "filters": filters, "top_k": top_k}, session, lambda r, b: b)
+        # The retry count lives in the session, as sessionAttributes carry it on Classic: without it every search
+        # that found nothing was "attempt 1 of 3", and the model was told to try again for ever.
+        session.update(result.session_attributes)
         payload = json.loads(body)
         if result.outcome in ("invalid", "denied", "unavailable"):
             raise ToolError(payload.get("hint") or payload.get("error") or "the search failed")

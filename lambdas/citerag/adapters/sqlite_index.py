@@ -697,6 +697,9 @@ def index_files(path: Path) -> list[Path]:
 SQLITE_HEADER = b"SQLite format 3\x00"
 
 
+INDEX_SUFFIXES = ("", ".sqlite", ".sqlite3", ".db")
+
+
 def index_file_state(path: Path) -> str:
     """"index": an SQLite file with this index's tables (or empty); "in use": an SQLite file another process holds
     locked, which cannot be read to tell; "other": anything else (a folder, a document, another program's
@@ -709,7 +712,9 @@ def index_file_state(path: Path) -> str:
     except OSError:
         return "other"
     if not head:
-        return "index"  # SQLite's empty database: nothing in it to lose
+        # SQLite's empty database, nothing in it to lose, when it is named as one; an empty "notes.md" is the
+        # user's document (opened as the index, it became a database and gained a snapshot folder).
+        return "index" if path.suffix.lower() in INDEX_SUFFIXES else "other"
     if head != SQLITE_HEADER:
         return "other"
     try:

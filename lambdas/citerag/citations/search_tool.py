@@ -177,6 +177,9 @@ def parse_parameters(parameters: Any, cfg: SearchToolConfig) -> tuple[dict[str, 
         if isinstance(query, str) and one_line(query):
             problems["query"] = (f"{str(exc)[:1].upper()}{str(exc)[1:]}. Call search_documents again with only "
                                  "the key terms of the question.")
+        elif query is not None and not isinstance(query, str):
+            problems["query"] = ("The parameter 'query' must be text, not a number or a list. Call search_documents "
+                                 "again with query set to the user's question or its key terms.")
         else:
             problems["query"] = ("The parameter 'query' is missing or empty. Call search_documents again with "
                                  "query set to the user's question or its key terms.")

@@ -15,7 +15,7 @@ ACTION_GROUP = "citerag-search"
 FUNCTION_NAME = "search_documents"
 FUNCTION_DESCRIPTION = (
     "Search the user's documents (Japanese and English) and return the most relevant passages, each with a "
-    "source_id (S1, S2, ...), its file URI, title and page. Call it before answering any question about the "
+    "source_id (such as S1-x4mjd7), its file URI, title and page. Call it before answering any question about the "
     "documents, and cite the source_id of every passage you use. If it reports that nothing relevant was found, "
     "rewrite the query with other keywords and call it again."
 )

@@ -114,7 +114,7 @@ def writable(path: Path, option: str) -> None:
         raise CiteragError(f"{option} {path}: the folder {path.parent} does not exist")
 
 
-def port_free(host: str, port: int) -> None:
+def port_free(host: str, port: int, option: str = "--port") -> None:
     """Refuse a port another process holds before saying the server is up (it said so, then failed with errno 98)."""
     import socket
 
@@ -129,7 +129,7 @@ def port_free(host: str, port: int) -> None:
             probe.bind(address)
         except OSError as exc:
             raise CiteragError(f"cannot listen on {host}:{port} ({exc.strerror or exc}); pick another port with "
-                               "--port") from None
+                               f"{option}") from None
 
 
 def write_text(path: Path, text: str, option: str) -> None:

@@ -40,6 +40,6 @@ def mcp(
         if http is None:
             server.run()
         else:
-            port_free(host, http)
+            port_free(host, http, "--http")
             err.print(f"citerag MCP server on http://{host}:{http}/mcp", highlight=False)
             server.run("streamable-http", host=host, port=http)

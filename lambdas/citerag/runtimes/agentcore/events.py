@@ -24,8 +24,11 @@ from citerag.citations.answer import Answer
 from citerag.citations.answer_wire import from_wire, to_wire
 from citerag.documents.text import one_line
 from citerag.errors import CiteragError, DependencyError
+from citerag.search.query import MAX_QUERY_CHARS
 
-MAX_PROMPT_CHARS = 4_000
+# Every path reads the question with the one query validation (search.query), which takes 2,000 characters: a
+# longer prompt was accepted here and failed later, past the search, without a reason.
+MAX_PROMPT_CHARS = MAX_QUERY_CHARS
 MAX_PAYLOAD_BYTES = 64_000  # generous for a question and an access object; the service allows 100 MB
 
 
