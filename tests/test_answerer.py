@@ -124,6 +124,19 @@ def test_a_heading_or_a_mid_sentence_fragment_is_not_the_answer():
     assert picked[0].sentence.startswith("The patent license terminates")
 
 
+def test_an_option_the_documents_lack_is_not_answered_with_another_option():
+    # Massif's manual has --threshold and --peak-inaccuracy; asked for --peak-threshold's default it gave
+    # --threshold's.
+    manual = [Passage(source_id="S1", title="Massif manual", lang="en", section="Massif > Options",
+                      text="--threshold=<m.n> [default: 1.0] The significance threshold for heap allocations. "
+                           "--peak-inaccuracy=<m.n> [default: 1.0] Massif records a peak only when the peak "
+                           "exceeds the previous one by this percentage.")]
+    asked = "What is the default value of Massif's --peak-threshold option?"
+    assert pick_sentences(asked, manual, min_score=0.3) == []
+    named = pick_sentences("What is the default value of Massif's --threshold option?", manual, min_score=0.3)
+    assert named and named[0].sentence.startswith("--threshold=<m.n> [default: 1.0]")
+
+
 def test_a_text_file_that_opens_in_lower_case_is_no_fragment_at_its_first_line():
     # "noperm secret: the magic word is plover." lost to bzip2's "invalid magic numbers" as a chunk's fragment,
     # though it is the file's own first line; a later chunk of a text file may still start mid-sentence.

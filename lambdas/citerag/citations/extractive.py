@@ -388,6 +388,9 @@ def _mentions(passage: Passage, named: set[int]) -> bool:
 # that holds it; two near misses were answered from passages that do not. The innermost quotes:
 # 『コテコテ大阪弁訳「聖書」』 quotes 聖書.
 _QUOTED = re.compile(r"[『「]([^『「』」]{2,40})[』」]")
+# A long option the question names ("--peak-threshold") is a name as much: its words apart are in a manual that
+# lacks it ("peak", "--threshold"), and Massif's --threshold was given as the default of an option it does not have.
+_LONG_OPTION = re.compile(r"(?<![\w-])--[A-Za-z0-9][\w-]*[A-Za-z0-9]")
 
 
 def _squashed(text: str) -> str:
@@ -395,7 +398,7 @@ def _squashed(text: str) -> str:
 
 
 def _quoted(query: Query) -> list[str]:
-    return [_squashed(name) for name in _QUOTED.findall(query.text)]
+    return [_squashed(name) for name in (*_QUOTED.findall(query.text), *_LONG_OPTION.findall(query.text))]
 
 
 def _quotes(passage: Passage, quoted: list[str], lang: str) -> bool:
