@@ -332,6 +332,19 @@ def test_markdown_inline_html_and_emphasis_read_as_rendered():
     assert "let x = a * b; // _not emphasis_ <sup>" in text
 
 
+def test_myst_roles_footnote_marks_and_autolinks_read_as_rendered():
+    # pip's docs (MyST): the answer quoted "an {mod}ensurepip module[^python]", neither the source nor its text.
+    md = ("# Installation\n\nPython comes with an {mod}`ensurepip` module[^python], which can install pip.\n\n"
+          "- working in a {ref}`virtual environment <pypug:Creating and using Virtual Environments>`\n"
+          "- Download the script, from <https://bootstrap.pypa.io/get-pip.py>.\n\n"
+          "```{pip-cli}\n$ python -m ensurepip --upgrade\n```\n\n[^python]: If installed from python.org.\n")
+    text = _markdown_text(md)
+    assert "Python comes with an ensurepip module, which can install pip." in text
+    assert "working in a virtual environment" in text and "pypug" not in text
+    assert "from https://bootstrap.pypa.io/get-pip.py." in text
+    assert "$ python -m ensurepip --upgrade" in text and "[^python]: If installed from python.org." in text
+
+
 def _bold(word: str) -> str:
     return "".join(f"{ch}\b{ch}" for ch in word)
 

@@ -617,7 +617,16 @@ def _is_prose(line: str) -> bool:
     return bool(s) and not s.startswith(("|", "<", "{{#", "#")) and not re.match(r"^\[[^\]]+\]:\s", s)
 
 
+# MyST (Sphinx's Markdown, as pip's and many Python projects' docs are written): a role over a code span shows its
+# text ("{mod}`ensurepip`" -> "ensurepip"), or the title of a titled one ("{ref}`virtual environment <target>`");
+# a footnote reference ("module[^python]") is a mark, not a word; an autolink shows its address.
+_MYST_ROLE = re.compile(r"\{[\w:.+-]{1,40}\}`([^`\n]*?)(?:\s+<[^`<>\n]*>)?`")
+_FOOTNOTE_REF = re.compile(r"\[\^[^\]\s]{1,60}\](?!:)")
+_AUTOLINK = re.compile(r"<((?:https?|ftp|mailto):[^\s<>]+)>")
+
+
 def _strip_md_inline(s: str) -> str:
+    s = _AUTOLINK.sub(r"\1", _FOOTNOTE_REF.sub("", _MYST_ROLE.sub(r"`\1`", s)))
     s = re.sub(r"!\[([^\]]*)\]\([^)]*\)", r"\1", s)
     s = re.sub(r"\[([^\]]+)\]\([^)]*\)", r"\1", s)
     s = re.sub(r"\[([^\]]+)\]\[[^\]]*\]", r"\1", s)  # reference-style link: [text][label]
