@@ -146,8 +146,11 @@ def test_ingest_says_when_indexed_files_are_gone_and_reads_a_linked_file_once(tm
     r = run("ingest", str(folder))
     assert "1 indexed document under these paths has no file any more (deleted or renamed)" in r.stdout
     assert "pump.md; add --sync to remove it" in r.stdout
+    (folder / "valve.md").rename(folder / "valves.md")
+    r = run("ingest", str(folder))  # both named, not one and "…"
+    assert "2 indexed documents" in r.stdout and "pump.md" in r.stdout and "valve.md; add --sync" in r.stdout
     r = run("ingest", str(folder), "--sync", "--json")
-    assert json.loads(r.stdout)["summary"]["removed"] == 1 and json.loads(r.stdout)["files_gone"] == []
+    assert json.loads(r.stdout)["summary"]["removed"] == 2 and json.loads(r.stdout)["files_gone"] == []
     assert sorted(d["title"] for d in json.loads(run("docs", "--json").stdout)["documents"]) == ["Pump", "Valve"]
 
 

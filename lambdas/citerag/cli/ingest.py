@@ -56,12 +56,17 @@ def ingest(
             _print_ingest(results, counts, embedded, passages, seconds)
             if gone:
                 one = len(gone) == 1
+                named = ", ".join(shown(display(g)) for g in gone[:GONE_NAMED])
+                more = f" and {len(gone) - GONE_NAMED:,} more" if len(gone) > GONE_NAMED else ""
                 out.print(f"[yellow]{plural(len(gone), 'indexed document')} under these paths "
                           f"{'has' if one else 'have'} no file any more (deleted or renamed): "
-                          f"{shown(display(gone[0]))}{'' if one else ', …'}; add --sync to remove "
-                          f"{'it' if one else 'them'}[/]", highlight=False, soft_wrap=True)
+                          f"{named}{more}; add --sync to remove {'it' if one else 'them'}[/]",
+                          highlight=False, soft_wrap=True)
         if counts["failed"] and not (counts["added"] or counts["replaced"] or counts["unchanged"]):
             raise typer.Exit(1)
+
+
+GONE_NAMED = 5  # the files a notice names before it counts the rest
 
 
 def _print_ingest(results, counts: dict[str, int], embedded: int, passages: int, seconds: float) -> None:
