@@ -278,11 +278,15 @@ def test_words_hyphenated_at_a_pdf_line_end_come_back_whole():
             "ation in dusty rooms. The e-\n"
             "mail address and the well-\n"
             "Known X-\n"
-            "2 model stay as written.")
+            "2 model stay as written. Set the --main-\n"
+            "stacksize option for a state-of-the-\n"
+            "art build.")
     doc = load_bytes(make_pdf([page]), "file:///manual.pdf", "manual.pdf")
     text = doc.sections[0].text
     assert "their manipulation is logged." in text and "of operation in dusty rooms." in text
     assert "manip-" not in text and "e-mail" in text and "well-Known X-2" in text
+    # An option or a compound broken at one of its own hyphens keeps it (Valgrind's "--mainstacksize").
+    assert "the --main-stacksize option for a state-of-the-art build." in text
 
 
 def test_text_files_are_cited_by_line_range(tmp_path):

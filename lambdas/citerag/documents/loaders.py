@@ -453,6 +453,8 @@ _TERMINAL = tuple("。．！？.!?:：」』）)")
 _HYPHENATED = re.compile(r"[^\W\d_]{2}-\s*$")  # a letter pair then a hyphen ends the line
 # "e-" / "mail", "X-" / "2": a compound broken at its own hyphen; not a grade or a charge alone on its line ("A-").
 _BROKEN_AT_HYPHEN = re.compile(r"\s\S*\w-$")
+# The last word is an option ("--main-") or holds a hyphen of its own ("state-of-the-"): the one at its end is too.
+_OWN_HYPHEN = re.compile(r"(?:^|\s)(?:-[\w-]*|[\w]+-[\w-]*)\w-$")
 
 
 def unwrap_lines(text: str) -> str:
@@ -475,7 +477,10 @@ def unwrap_lines(text: str) -> str:
         prev = last.rstrip()
         if out and out[-1] and line and _HYPHENATED.search(prev) and line.lstrip()[:1].islower():
             # A word hyphenated at the line's end ("manip-" / "ulation"): one word again, whatever the line length.
-            out[-1] = out[-1].rstrip()[:-1] + line.lstrip()
+            # An option or a compound broken at one of its own hyphens keeps it ("--main-" / "stacksize" is
+            # --main-stacksize, which read "--mainstacksize").
+            keep = bool(_OWN_HYPHEN.search(prev))
+            out[-1] = out[-1].rstrip()[: None if keep else -1] + line.lstrip()
         elif out and out[-1] and line and (_width(last) >= 0.7 * full or _BROKEN_AT_HYPHEN.search(prev)) \
                 and not prev.endswith(_TERMINAL) and not _LEADER_END.search(prev) \
                 and not (_PAGE_END.search(prev) and _NUMBERED_HEADING.match(line)
