@@ -36,11 +36,12 @@ def function_schema() -> bedrock.CfnAgent.FunctionSchemaProperty:
     )])
 
 
-def config_hash(c: DeployConfig, prompts: dict) -> str:
+def config_hash(c: DeployConfig, prompts: dict, guardrail: str = "") -> str:
     """SHA-256 of the agent's definition: model, instruction, tool schema, prompt templates and parameters, and
-    the guardrail (a changed guardrail is a new guardrail version, which the alias must follow)."""
+    the guardrail version's description, which hashes its definition (a changed guardrail is a new guardrail
+    version, which the alias must follow)."""
     definition = {"model": c.agent_model_id, "instruction": INSTRUCTION, "action_group": ACTION_GROUP,
-                  "guardrail": guardrail_mod.definition_hash(c),
+                  "guardrail": guardrail,
                   "function": [FUNCTION_NAME, FUNCTION_DESCRIPTION, PARAMETERS],
                   "prompts": {t: {k: v for k, v in p.items() if k != "file"} for t, p in sorted(prompts.items())}}
     return hashlib.sha256(json.dumps(definition, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
@@ -112,8 +113,9 @@ def build(stack: cdk.Stack, c: DeployConfig, data: SharedData, retention: logs.R
     # configuration is what creates a version (botocore bedrock-agent; cfn-lint has no AWS::Bedrock::AgentVersion).
     # The alias description carries a hash of everything that defines the agent, so a deploy that changes the
     # prompts, instruction, action group or model changes the alias and the alias serves a new version.
+    digest = config_hash(c, prompts, guardrail_version.description or "")
     alias = bedrock.CfnAgentAlias(stack, "AgentAlias", agent_id=agent.attr_agent_id, agent_alias_name="live",
-                                  description=f"citerag agent config {config_hash(c, prompts)}")
+                                  description=f"citerag agent config {digest}")
     # The agent invokes both functions; neither L2 library grants this, and the parser needs it too.
     for fn, sid in ((search, "AllowAgentInvokeSearch"), (parser, "AllowAgentInvokeParser")):
         fn.add_permission(sid, principal=iam.ServicePrincipal("bedrock.amazonaws.com"),

@@ -25,15 +25,16 @@ HARM_FILTERS = ("HATE", "VIOLENCE", "SEXUAL", "INSULTS", "MISCONDUCT")
 PII_ANONYMISED = ("EMAIL", "PHONE", "CREDIT_DEBIT_CARD_NUMBER", "NAME", "ADDRESS")
 
 
-def definition_hash(c: DeployConfig) -> str:
-    """SHA-256 of everything the guardrail is built from. A GuardrailVersion is a snapshot taken when it is
-    created and has no updatable property (cfn-lint's AWS::Bedrock::GuardrailVersion schema: only Description and
+def definition_hash(stack: cdk.Stack, guardrail: bedrock.CfnGuardrail) -> str:
+    """SHA-256 of the guardrail's resolved properties. A GuardrailVersion is a snapshot taken when it is created
+    and has no updatable property (cfn-lint's AWS::Bedrock::GuardrailVersion schema: only Description and
     GuardrailIdentifier, both create-only), so a changed guardrail reaches the agents only through a new version:
-    the hash in its description replaces it whenever the guardrail changes."""
-    definition = {"tier": c.guardrail_tier, "profile": c.guardrail_profile_id,
-                  "blocked": [BLOCKED_INPUT, BLOCKED_OUTPUT], "filters": HARM_FILTERS, "pii": PII_ANONYMISED,
-                  "topics": c.denied_topics}
-    return hashlib.sha256(json.dumps(definition, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+    the hash in its description replaces it whenever any property changes."""
+    props = {k: getattr(guardrail, k) for k in (
+        "name", "blocked_input_messaging", "blocked_outputs_messaging", "cross_region_config",
+        "content_policy_config", "sensitive_information_policy_config", "topic_policy_config",
+        "word_policy_config", "contextual_grounding_policy_config")}
+    return hashlib.sha256(json.dumps(stack.resolve(props), sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
 def build(stack: cdk.Stack, c: DeployConfig) -> tuple[bedrock.CfnGuardrail, bedrock.CfnGuardrailVersion]:
@@ -62,9 +63,10 @@ def build(stack: cdk.Stack, c: DeployConfig) -> tuple[bedrock.CfnGuardrail, bedr
                                                      type="DENY") for t in c.denied_topics])
         if c.denied_topics else None,
     )
+    digest = definition_hash(stack, guardrail)
     guardrail_version = bedrock.CfnGuardrailVersion(stack, "GuardrailVersion",
                                                     guardrail_identifier=guardrail.attr_guardrail_id,
-                                                    description=f"citerag guardrail {definition_hash(c)}")
+                                                    description=f"citerag guardrail {digest}")
     return guardrail, guardrail_version
 
 

@@ -61,8 +61,9 @@ def build(stack: cdk.Stack, retention: logs.RetentionDays, data: SharedData) -> 
     # Without ListBucket, GetObject on a key that does not exist yet (the first create) is 403 AccessDenied, not
     # NoSuchKey (botocore s3 2006-03-01 GetObject: "If you don't have the s3:ListBucket permission, Amazon S3
     # returns ... 403"): the custom resource would fail and roll the stack back.
-    setup.add_to_role_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=[bodies.bucket_arn],
-                                                 conditions={"StringEquals": {"s3:prefix": STATE_KEY}}))
+    # Unconditioned: S3 does not document that its check of ListBucket for a missing key evaluates an s3:prefix
+    # condition, and a condition it does not meet would leave the 403.
+    setup.add_to_role_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=[bodies.bucket_arn]))
     provider = cr.Provider(stack, "ModelInvocationLoggingProvider", on_event_handler=setup,
                            log_group=logs.LogGroup(stack, "ModelInvocationLoggingProviderLogs", retention=retention,
                                                    removal_policy=cdk.RemovalPolicy.DESTROY))

@@ -135,6 +135,9 @@ def test_an_option_the_documents_lack_is_not_answered_with_another_option():
     assert pick_sentences(asked, manual, min_score=0.3) == []
     named = pick_sentences("What is the default value of Massif's --threshold option?", manual, min_score=0.3)
     assert named and named[0].sentence.startswith("--threshold=<m.n> [default: 1.0]")
+    # A Japanese question writes its particle straight after the option: "--excludeを2回" names --exclude.
+    ja = [Passage(source_id="S1", title="rsync", lang="ja", text="--exclude オプションは何回でも指定できます。")]
+    assert pick_sentences("--excludeは2回指定できますか？", ja, min_score=0.3)
 
 
 def test_a_text_file_that_opens_in_lower_case_is_no_fragment_at_its_first_line():
@@ -163,6 +166,9 @@ def test_an_editors_command_ends_no_sentence_and_a_commands_column_ends_its_row(
              "ファイルの中の全ての検索語句を置換する。\t:%s/old/new/g\n")
     assert split_statements(table) == ["現在行の全ての old を new に置換する。 :s/old/new/g",
                                        "ファイルの中の全ての検索語句を置換する。 :%s/old/new/g"]
+    # English sets two spaces after a full stop: the next sentence naming code is no column.
+    assert split_statements("This option is obsolete.  Use --foo instead.\nMore.") == [
+        "This option is obsolete.", "Use --foo instead.", "More."]
     # After a single space, an option starts the next sentence: it is not the sentence before's column.
     wrapped = "大文字小文字は区別しません。 -L または\n-follow オプションが有効なら偽を返します。"
     assert split_statements(wrapped)[0] == "大文字小文字は区別しません。"

@@ -134,6 +134,41 @@ def test_the_web_api_refuses_a_bad_question_with_400_and_says_its_true_length(tm
     assert client.get("/api/ask", params={"q": "How long is the warranty?"}).status_code == 200
 
 
+@pytest.mark.parametrize(("bound", "host", "origin", "status"), [
+    ("127.0.0.1", "127.0.0.1:8765", None, 200),
+    ("127.0.0.1", "localhost:8765", "http://localhost:8765", 200),
+    ("127.0.0.1", "[0:0:0:0:0:0:0:1]:8765", None, 200),
+    ("127.0.0.1", "localhost:8765", "http://localhost:3000", 403),  # another local site
+    ("127.0.0.1", "rebind.attacker.example:8765", None, 421),
+    # Bound to every address: any IP address, never a domain name a page elsewhere could point here.
+    ("0.0.0.0", "192.168.1.5:8765", "http://192.168.1.5:8765", 200),
+    ("0.0.0.0", "rebind.attacker.example:8765", None, 421),
+    ("0.0.0.0", "rebind.attacker.example:8765", "http://rebind.attacker.example:8765", 421),
+    ("::", "[::1]:8765", None, 200),
+])
+def test_serve_answers_only_requests_for_its_own_address(bound, host, origin, status):
+    import asyncio
+
+    from citerag.cli.serve import _only_for
+
+    async def app(scope, receive, send):
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    sent = []
+
+    async def send(message):
+        if message["type"] == "http.response.start":
+            sent.append(message["status"])
+
+    async def receive():
+        return {"type": "http.request"}
+
+    headers = [(b"host", host.encode())] + ([(b"origin", origin.encode())] if origin else [])
+    asyncio.run(_only_for(app, bound)({"type": "http", "headers": headers}, receive, send))
+    assert sent == [status]
+
+
 def test_a_taken_port_is_refused_before_the_server_says_it_is_up(tmp_path):
     import socket
 

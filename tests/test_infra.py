@@ -99,7 +99,7 @@ def test_the_logging_setup_can_tell_a_missing_state_object_from_a_denied_one(syn
     setup = [s for p in of_type(t, "AWS::IAM::Policy").values() if "ModelInvocationLoggingSetup" in
              json.dumps(p["Properties"]["Roles"]) for s in p["Properties"]["PolicyDocument"]["Statement"]]
     (listing,) = [s for s in setup if s["Action"] == "s3:ListBucket"]
-    assert listing["Condition"] == {"StringEquals": {"s3:prefix": "state/previous-logging-config.json"}}
+    assert "Condition" not in listing and listing["Resource"]["Fn::GetAtt"][1] == "Arn"
 
 
 def test_the_functions_with_their_handlers_log_groups_and_tracing(synth):
@@ -121,13 +121,21 @@ def test_the_functions_with_their_handlers_log_groups_and_tracing(synth):
 
 
 def test_a_changed_guardrail_is_a_new_version(synth):
+    import aws_cdk as cdk
+
+    from infra import guardrail
     from infra.config import DeployConfig
-    from infra.guardrail import definition_hash
+
+    def description(**changes):
+        stack = cdk.Stack(cdk.App(), "Citerag")
+        return stack.resolve(guardrail.build(stack, DeployConfig(**changes))[1].description)
 
     _, t = synth
-    version = one(t, "AWS::Bedrock::GuardrailVersion")
-    assert version["Description"] == f"citerag guardrail {definition_hash(DeployConfig())}"
-    assert definition_hash(DeployConfig(guardrail_tier="CLASSIC")) != definition_hash(DeployConfig())
+    base = description()
+    assert one(t, "AWS::Bedrock::GuardrailVersion")["Description"] == base and len(base) <= 200
+    for changes in ({"guardrail_tier": "CLASSIC"}, {"denied_topics": ["Investment advice"]}):
+        assert description(**changes) != base
+    assert description() == base
 
 
 def test_agent_action_group_schema_is_generated_from_the_handler_definition(synth):
@@ -175,11 +183,14 @@ def test_the_alias_follows_every_change_of_the_agent_definition(synth):
     base = hash_of()
     assert base == hash_of() and len(base) == 64
     assert hash_of(agent_model_id="global.anthropic.claude-sonnet-4-6") != base
-    assert hash_of(denied_topics=["Investment advice"]) != base  # a new guardrail version
+    assert config_hash(DeployConfig(), {}, "citerag guardrail 1") != config_hash(DeployConfig(), {})
     _, t = synth
     alias = one(t, "AWS::Bedrock::AgentAlias")
     assert "RoutingConfiguration" not in alias  # a routing-less update is what creates a new version
-    assert alias["Description"] == f"citerag agent config {base}" and len(alias["Description"]) <= 200
+    version = one(t, "AWS::Bedrock::GuardrailVersion")["Description"]
+    loaded = prompts.load(str(prompts.prompts_dir("claude46")))
+    expected = config_hash(DeployConfig(), {k: v for k, v in loaded.items() if k in OVERRIDDEN}, version)
+    assert alias["Description"] == f"citerag agent config {expected}" and len(alias["Description"]) <= 200
 
 
 def test_parser_and_search_permissions_for_the_agent_only(synth):

@@ -148,22 +148,40 @@ def test_server_side_tenant_sees_tenant_documents_and_arguments_cannot(comps):
     assert any("acme-policy" in r["uri"] for r in json.loads(acme.content[0].text)["results"])
 
 
-def test_a_search_that_finds_nothing_counts_its_attempts_in_the_session(comps):
-    # Every retry was "attempt 1 of 3": the session attributes the search tool returns were dropped.
+def test_a_search_that_finds_nothing_counts_its_attempts_per_question(comps, monkeypatch):
+    # Every retry was "attempt 1 of 3": the session attributes the search tool returns were dropped. Counted, a
+    # pause (a new question: MCP has no turns) starts a new count.
+    import citerag.mcp_server as mcp_server
+
     server = build_server(comps)
-    async def run():
+
+    async def searches(n, pause=0.0):
         async with Client(server) as c:
-            return [json.loads((await c.call_tool(FUNCTION_NAME, {"query": "qqqxxzz zzyzx"})).content[0].text)
-                    for _ in range(4)]
-    said = [json.dumps(r) for r in asyncio.run(run())]
-    assert "1 of 3" in said[0] and "2 of 3" in said[1]
-    assert said[0] != said[2] and said[2] != said[3]
+            said = []
+            for _ in range(n):
+                result = await c.call_tool(FUNCTION_NAME, {"query": "qqqxxzz zzyzx"})
+                said.append(result.content[0].text)
+                clock[0] += pause
+            return said
+
+    clock = [1000.0]
+    monkeypatch.setattr(mcp_server.time, "monotonic", lambda: clock[0])
+    first = asyncio.run(searches(3))
+    assert "1 of 3" in first[0] and "2 of 3" in first[1] and "3 of 3" in first[2]
+    clock[0] += mcp_server.RETRY_WINDOW_S + 1
+    later = asyncio.run(searches(2, pause=mcp_server.RETRY_WINDOW_S + 1))
+    assert "1 of 3" in later[0] and "1 of 3" in later[1]  # a new question after a pause
 
 
 @pytest.mark.parametrize("access", [{"tenant": "bad tenant!"}, {"groups": json.dumps(["bad group!"])}])
 def test_a_bad_tenant_or_group_is_refused_when_the_server_starts(comps, access):
     with pytest.raises(CiteragError, match=r"not a valid id|not a list of group ids"):
         build_server(comps, access=access)
+
+
+def test_a_server_that_must_know_its_tenant_says_how_to_give_it(tmp_path):
+    with pytest.raises(CiteragError, match="start citerag mcp with --tenant"):
+        build_server(components(tmp_path, acl_required=True))
 
 
 def test_an_unknown_key_error_names_only_keys_of_documents_the_session_may_see(comps):

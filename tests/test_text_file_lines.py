@@ -74,6 +74,12 @@ def test_two_sentences_cited_to_one_source_give_it_the_lines_of_both():
     first = as_source(p, "Intro.")
     again = as_source(p, "Write to [EMAIL]", earlier=first)
     assert first.section == "lines 3-6" and (again.section, again.excerpt) == ("lines 5-6", "Write to [EMAIL]")
+    # Read back from the wire (the AgentCore runtime's answer), the list still spans both.
+    from citerag.citations.answer_wire import from_wire, to_wire
+
+    back = from_wire(to_wire(answer))
+    assert [s.section for s in back.sources] == ["lines 3-7"]
+    assert [c.sources[0].section for c in back.citations] == ["line 3", "line 7"]
 
 
 def test_the_classic_path_names_the_lines_of_the_cited_sentence():

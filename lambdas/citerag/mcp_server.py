@@ -16,16 +16,19 @@ an opaque "Error executing tool").
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from citerag.citations.search_tool import access_filter
+from citerag.citations.search_tool import RETRY_ATTRIBUTE, TURN_ATTRIBUTE, access_filter
 from citerag.citations.tool import FUNCTION_DESCRIPTION, FUNCTION_NAME, INSTRUCTION, input_schema
 from citerag.errors import CiteragError
 from citerag.runtimes.agentcore.events import MAX_PROMPT_CHARS, TurnRequest, new_session_id
 from citerag.search.filters import matches, unknown_keys, validate
+
+RETRY_WINDOW_S = 120.0
 
 ASK_DESCRIPTION = (
     "Answer a question from the user's documents with verified citations: every cited span names the file (uri), "
@@ -92,23 +95,45 @@ def _known_keys(components, filters: Any, session: dict[str, str]) -> None:
                             "out.")
 
 
+def _client_key(ctx: Any) -> str:
+    """The client a tool call is from: its streamable-HTTP session id, or "" (stdio serves one client)."""
+    request = getattr(getattr(ctx, "request_context", None), "request", None) if ctx is not None else None
+    headers = getattr(request, "headers", None)
+    return str(headers.get("mcp-session-id", ""))[:200] if headers is not None else ""
+
+
 def build_server(components, *, access: dict[str, str] | None = None) -> MCPServer:
     tool = components.search_tool()
     session = dict(access or {})
     try:  # a bad --tenant or --group is refused at start, not by every call
         access_filter(session, tool.config)
     except PermissionError as exc:
-        raise CiteragError(str(exc).split(", so ")[0].replace("This session's", "The")) from None
+        reason = str(exc).split(", so ")[0].replace("This session's", "The").replace("This session", "The server")
+        raise CiteragError(f"{reason}: start citerag mcp with --tenant ID (and --group ID), each made of letters, "
+                           "digits and . _ : @ / + = -") from None
     server = MCPServer("citerag", version=_version(),
                        instructions=INSTRUCTION + " Cite the source_id, file and page (or section) of every "
                                                   "passage you use.")
 
-    def search_documents(query: Any = None, filters: Any = None, top_k: Any = None) -> dict[str, Any]:
+    # The retry count, as sessionAttributes carry it on Classic: without it every search that found nothing was
+    # "attempt 1 of 3", and the model was told to try again for ever. Per client: a streamable-HTTP session by its
+    # Mcp-Session-Id, else the one client a stdio server has. MCP has no user turn to reset it at (Classic's starts
+    # with each question), so a pause of RETRY_WINDOW_S starts a new count: a model's rewrites of one question come
+    # seconds apart.
+    retries: dict[str, tuple[float, dict[str, str]]] = {}
+
+    def search_documents(query: Any = None, filters: Any = None, top_k: Any = None,
+                         ctx: Context = None) -> dict[str, Any]:  # type: ignore[assignment]
         _known_keys(components, filters, session)
-        result, body = tool.run({"query": query, "filters": filters, "top_k": top_k}, session, lambda r, b: b)
-        # The retry count lives in the session, as sessionAttributes carry it on Classic: without it every search
-        # that found nothing was "attempt 1 of 3", and the model was told to try again for ever.
-        session.update(result.session_attributes)
+        client = _client_key(ctx)
+        now = time.monotonic()
+        last, count = retries.get(client, (0.0, {}))
+        state = {**session, **(count if now - last <= RETRY_WINDOW_S else {})}  # access stays the server's
+        result, body = tool.run({"query": query, "filters": filters, "top_k": top_k}, state, lambda r, b: b)
+        for key in [k for k, (t, _) in retries.items() if now - t > RETRY_WINDOW_S]:
+            del retries[key]  # ended sessions do not pile up
+        retries[client] = (now, {k: v for k, v in result.session_attributes.items()
+                                 if k in (RETRY_ATTRIBUTE, TURN_ATTRIBUTE)})
         payload = json.loads(body)
         if result.outcome in ("invalid", "denied", "unavailable"):
             raise ToolError(payload.get("hint") or payload.get("error") or "the search failed")

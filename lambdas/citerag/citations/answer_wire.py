@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from citerag.citations.answer import RELATED_MAX, Answer, Citation, related_wire
+from citerag.citations.excerpts import spanning
 from citerag.search.passage import Passage
 
 # Bounds on what a runtime may send: an answer is a few sentences with a few sources each.
@@ -45,7 +46,10 @@ def from_wire(data: dict[str, Any], trace: list[dict[str, Any]] | None = None) -
             # Each citation's source with the sentence (and lines) it is cited for; the answer's list of sources
             # holds each source once, as first cited.
             p = Passage(source_id=sid, text=excerpt, excerpt=excerpt, **_place(s))
-            sources.setdefault(sid, p)
+            if sid in sources:  # listed once, with the lines of every sentence cited to it
+                sources[sid].section = spanning(sources[sid].section, p.section)
+            else:
+                sources[sid] = p.model_copy()
             srcs.append(p)
         start, end = span.get("start"), span.get("end")
         if isinstance(start, int) and isinstance(end, int) and 0 <= start <= end <= len(text) and srcs:

@@ -40,7 +40,7 @@ def as_source(passage: Passage, shown: str, mask: Callable[[str], str] | None = 
     span = found or (translated(shown, passage.text) if first is not None or sentence is None else None)
     lines = line_range(passage.text, *span, first_line=first) if span and first is not None else None
     if earlier is not None and first is not None:  # a sentence not found in the passage is somewhere in its lines
-        earlier.section = _spanning(earlier.section, lines or passage.section or "")
+        earlier.section = spanning(earlier.section, lines or passage.section or "")
     text = sentence[:EXCERPT_CHARS] if sentence is not None else \
         _excerpt(shown, passage.text, found is not None, mask, span=span)
     return passage.model_copy(update={"excerpt": text, "section": lines or passage.section})
@@ -73,10 +73,12 @@ def translated(shown: str, passage: str) -> tuple[int, int] | None:
     return _find(passage, best) if best else None
 
 
-def _spanning(section: str | None, lines: str) -> str:
+def spanning(section: str | None, lines: str | None) -> str | None:
+    """Two line ranges of one text file as the one that holds both; anything else (a page's, a heading path) is
+    left as the first."""
     a, b = line_bounds(section), line_bounds(lines)
     if a is None or b is None:
-        return lines
+        return section
     return lines_label(min(a[0], b[0]), max(a[1], b[1]))
 
 

@@ -390,7 +390,7 @@ def _mentions(passage: Passage, named: set[int]) -> bool:
 _QUOTED = re.compile(r"[『「]([^『「』」]{2,40})[』」]")
 # A long option the question names ("--peak-threshold") is a name as much: its words apart are in a manual that
 # lacks it ("peak", "--threshold"), and Massif's --threshold was given as the default of an option it does not have.
-_LONG_OPTION = re.compile(r"(?<![\w-])--[A-Za-z0-9][\w-]*[A-Za-z0-9]")
+_LONG_OPTION = re.compile(r"(?<![\w-])--[A-Za-z0-9][\w-]*[A-Za-z0-9]", re.ASCII)  # not into "--excludeを2"
 
 
 def _squashed(text: str) -> str:

@@ -182,12 +182,14 @@ def split_statements(text: str, lines_wrap: bool = True) -> list[str]:
         elif out and same_line and out[-1].rstrip("”’\"')").endswith((".", "!", "?")) \
                 and (piece[:1].islower() or piece[:1].isdigit()):
             out[-1] = f"{out[-1]} {piece}"
-        elif out and lines_wrap and (gap.endswith(("\t", "  "))) and out[-1].endswith(_TERMINAL) \
+        elif out and lines_wrap and (gap.endswith("\t") or (gap == "  " and out[-1].endswith(("。", "．")))) \
                 and text[span.end : span.end + 1] in ("\n", "") and _is_command_column(piece):
             # A table of commands set as text, each row "what it does。<TAB>the command" ("ファイルの中の全ての
             # 検索語句を置換する。\t:%s/old/new/g"): the command ends its row's statement; read on, it opened the
-            # next row's and was quoted as that row's command. Set off by a tab or spaces, as a column is: after one
-            # space it is the next sentence's start, wrapped ("…区別しません。 -L または\n-follow オプションが…").
+            # next row's and was quoted as that row's command. Set off by a tab, or by spaces after a Japanese
+            # full stop: after one space it is the next sentence's start, wrapped ("…区別しません。 -L または\n
+            # -follow オプションが…"), and English text sets two spaces after every full stop ("This option is
+            # obsolete.  Use --foo instead.").
             out[-1] = f"{out[-1]} {piece}"
             code_end = True
             continue

@@ -6,6 +6,7 @@ index holds are served."""
 from __future__ import annotations
 
 import html
+import ipaddress
 import json
 import re
 from pathlib import Path
@@ -112,39 +113,62 @@ def says_not_found(text: str) -> bool:
     return text.strip().startswith((*NOT_FOUND_OPENINGS, *FALLBACK.values()))
 
 
-LOCAL_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 WILDCARDS = frozenset({"0.0.0.0", "::", ""})
 
 
 def _hostname(value: str) -> str | None:
-    """The host of a Host header or an Origin ("[::1]:8765", "http://localhost:8765"), lower-cased; None when it
-    has none."""
+    """The host of a Host header ("[::1]:8765", "localhost:8765"), lower-cased; None when it has none."""
     try:
-        name = urlsplit(value if "//" in value else f"//{value}").hostname
+        name = urlsplit(f"//{value}").hostname
     except ValueError:
         return None
     return name.lower() if name else None
 
 
+def _names_no_domain(host: str) -> bool:
+    """An IP address or the loopback name: what DNS rebinding cannot be (it needs a domain name the attacker
+    controls)."""
+    if host == "localhost":
+        return True
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def _only_for(app, bound: str):
-    """Requests must name this server as their Host, and a browser's Origin must be it too: a page elsewhere
-    that points its own domain at 127.0.0.1 (DNS rebinding) would otherwise read answers and every indexed file.
-    Bound to every address, the server is meant to be reached by names it cannot know; only Origin is checked."""
+    """Requests must name this server as their Host: a page elsewhere that points its own domain at this address
+    (DNS rebinding) would otherwise read answers and every indexed file as a same-origin page. Bound to one
+    address, the Host must be a loopback name or that address; bound to every address, any IP address or
+    localhost, never a domain name. A browser's Origin, when sent, must be this server itself (scheme aside)."""
     from starlette.responses import PlainTextResponse
 
-    allowed = LOCAL_NAMES | {bound.strip("[]").lower()}
-    wildcard = bound.strip("[]") in WILDCARDS
+    bound = bound.strip("[]").lower()
+    wildcard = bound in WILDCARDS
+
+    def allowed(host: str | None) -> bool:
+        if not host:
+            return False
+        return _names_no_domain(host) if wildcard else (_loopback(host) or host == bound)
 
     async def guarded(scope, receive, send):
         if scope["type"] == "http":
             headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-            host = _hostname(headers.get("host", ""))
-            origin = headers.get("origin")
-            if not wildcard and host not in allowed:
-                await PlainTextResponse("this server answers requests for 127.0.0.1 or localhost only",
-                                        status_code=421)(scope, receive, send)
+            host_header = headers.get("host", "")
+            if not allowed(_hostname(host_header)):
+                await PlainTextResponse("this server answers requests for its own address only (127.0.0.1 or "
+                                        "localhost)", status_code=421)(scope, receive, send)
                 return
-            if origin and origin != "null" and _hostname(origin) not in (allowed | {host}):
+            origin = headers.get("origin")
+            if origin and origin != "null" and urlsplit(origin).netloc.lower() != host_header.lower():
                 await PlainTextResponse("requests from other sites are refused", status_code=403)(
                     scope, receive, send)
                 return

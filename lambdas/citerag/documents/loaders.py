@@ -631,7 +631,10 @@ _AUTOLINK = re.compile(r"<((?:https?|ftp|mailto):[^\s<>]+)>")
 
 
 def _strip_md_inline(s: str) -> str:
-    s = _AUTOLINK.sub(r"\1", _FOOTNOTE_REF.sub("", _MYST_ROLE.sub(r"`\1`", s)))
+    s = _MYST_ROLE.sub(r"`\1`", s)
+    # Not inside a code span: "`[^0-9]`" is a regular expression, "`<https://…>`" printed as written.
+    s = "".join(p if i % 2 else _AUTOLINK.sub(r"\1", _FOOTNOTE_REF.sub("", p))
+                for i, p in enumerate(re.split(r"(`[^`]*`)", s)))
     s = re.sub(r"!\[([^\]]*)\]\([^)]*\)", r"\1", s)
     s = re.sub(r"\[([^\]]+)\]\([^)]*\)", r"\1", s)
     s = re.sub(r"\[([^\]]+)\]\[[^\]]*\]", r"\1", s)  # reference-style link: [text][label]
