@@ -211,3 +211,19 @@ def test_a_trace_that_cannot_be_written_or_read_is_one_error_line_and_the_answer
         (tmp_path / name).write_text(json.dumps({**data, "events": events}))
         r = runner.invoke(app, ["trace", str(tmp_path / name), "--json"], env=env)
         assert r.exit_code == 1 and said in json.loads(r.stdout)["error"], r.output
+    # Edited by hand: a number for the format, a chunk that is text, bytes that are not base64, a null question on
+    # a runtime's trace, spans of the wrong shape. Each raised from deep in the reader.
+    runtime = {**data, "events": [{"type": "answer", "text": "x", "answered": False, "citations": []}],
+               "question": None}
+    for name, content, said in (
+            ("e1.json", {**data, "format": 5}, "holds no"),
+            ("e2.json", {**data, "events": [*data["events"], {"chunk": "abc"}]}, "not an object"),
+            ("e3.json", {**data, "events": [{"chunk": {"bytes": "!!!notbase64"}}]}, "not base64"),
+            ("e4.json", {"resourceSpans": "x"}, "json"),
+            ("e5.json", {}, "e5.json")):
+        (tmp_path / name).write_text(json.dumps(content))
+        r = runner.invoke(app, ["trace", str(tmp_path / name), "--json"], env=env)
+        assert r.exit_code == 1 and said in json.loads(r.stdout)["error"], r.output
+    (tmp_path / "rt.json").write_text(json.dumps(runtime))
+    r = runner.invoke(app, ["trace", str(tmp_path / "rt.json"), "--json"], env=env)
+    assert r.exit_code == 0 and len(json.loads(r.stdout)["turns"]) == 1

@@ -35,7 +35,6 @@ def trace(
     from citerag.traces import agentcore as ac
     from citerag.traces import invocation_logs as il
     from citerag.traces import report as tr
-    from citerag.traces.tracefile import load
 
     with errors(as_json):
         t0 = _time.perf_counter()
@@ -52,24 +51,14 @@ def trace(
             records, skipped = il.read_log_group(logs_client(), log_group, il.parse_since(since), session)
             events = il.records_to_events(records)
         else:
-            from citerag.jsonfiles import read_json
-
-            raw = read_json(source, "trace or log export")
-            if isinstance(raw, dict) and raw.get("format", "").startswith("citerag-trace"):
-                saved = load(source)
-                events = saved["events"]
-                if any(isinstance(e, dict) and e.get("type") in ("answer", "error") for e in events):
-                    turns = ac.turns_from_runtime_events(events, saved.get("question", ""))
-            else:
-                found, skipped = ac.read_span_documents(raw)
-                if found:
-                    events, turns = found, ac.turns_from_spans(found, session)
-                else:
-                    records, skipped = il.read_export(raw)
-                    if not records:
-                        raise CiteragError(f"{source} holds no model-invocation log records or OpenTelemetry spans "
-                                           f"({skipped} items skipped)")
-                    events = il.records_to_events(records)
+            try:
+                events, turns, skipped = _read_file(source, session)
+            except CiteragError as exc:
+                raise CiteragError(str(exc) if str(source) in str(exc) else f"{source}: {exc}") from None
+            except (AttributeError, TypeError, KeyError, ValueError) as exc:  # a hand-edited or foreign file
+                # (ValueError covers bad base64 and pydantic's ValidationError)
+                raise CiteragError(f"{source} holds events this version cannot read ({type(exc).__name__}); save "
+                                   "the trace again with --save-trace") from None
         if turns is None:
             try:
                 turns = tr.build_turns(events)
@@ -95,6 +84,31 @@ def trace(
         out.print(f"[dim]{plural(len(turns), 'turn')} from {plural(len(events), 'event')} in {stats['seconds']} s"
                   f"{note}"
                   + (f"; HTML written to {html_out}" if html_out else "") + "[/]")
+
+
+def _read_file(source: Path, session: str | None):
+    """(events, turns or None, lines skipped) of a saved trace, a span export or a log export."""
+    from citerag.jsonfiles import read_json
+    from citerag.traces import agentcore as ac
+    from citerag.traces import invocation_logs as il
+    from citerag.traces.tracefile import load
+
+    raw = read_json(source, "trace or log export")
+    if isinstance(raw, dict) and str(raw.get("format") or "").startswith("citerag-trace"):
+        saved = load(source)
+        events = saved["events"]
+        turns = None
+        if any(e.get("type") in ("answer", "error") for e in events):
+            turns = ac.turns_from_runtime_events(events, str(saved.get("question") or ""))
+        return events, turns, 0
+    found, skipped = ac.read_span_documents(raw)
+    if found:
+        return found, ac.turns_from_spans(found, session), skipped
+    records, skipped = il.read_export(raw)
+    if not records:
+        raise CiteragError(f"{source} holds no model-invocation log records or OpenTelemetry spans "
+                           f"({skipped} items skipped)")
+    return il.records_to_events(records), None, skipped
 
 
 def logs_client():

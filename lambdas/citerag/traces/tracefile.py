@@ -45,6 +45,13 @@ def load(path: Path) -> dict[str, Any]:
     if not isinstance(events, list) or not all(isinstance(e, dict) for e in events):
         raise CiteragError(f"{path} is not a readable citerag trace file: its events are not a list of objects")
     for ev in data.get("events", []):
-        if "chunk" in ev and isinstance(ev["chunk"].get("bytes"), str):
-            ev["chunk"]["bytes"] = base64.b64decode(ev["chunk"]["bytes"])
+        chunk = ev.get("chunk")
+        if chunk is not None and not isinstance(chunk, dict):
+            raise CiteragError(f"{path} is not a readable citerag trace file: a chunk event is not an object")
+        if chunk and isinstance(chunk.get("bytes"), str):
+            try:
+                chunk["bytes"] = base64.b64decode(chunk["bytes"], validate=True)
+            except ValueError:
+                raise CiteragError(f"{path} is not a readable citerag trace file: a chunk's bytes are not "
+                                   "base64") from None
     return data
