@@ -119,6 +119,10 @@ def test_a_chosen_bench_index_is_locked_while_a_run_uses_it(tmp_path):
 
 def test_run_files_score_the_same_in_a_standard_evaluator(tmp_path):
     ds = _dataset(tmp_path / "tiny")
+    # A folder is refused before the benchmark runs (it ran, then raised IsADirectoryError).
+    r = CliRunner().invoke(app, ["bench", str(ds), "--runs", str(tmp_path)], env={"CITERAG_EMBEDDER": "hashing"})
+    assert r.exit_code == 1 and "a folder; name a file" in r.output and "Traceback" not in r.output
+    assert "nDCG" not in r.output
     runs = tmp_path / "out" / "tiny.trec"
     r = CliRunner().invoke(app, ["bench", str(ds), "--json", "--runs", str(runs)], env={"CITERAG_EMBEDDER": "hashing"})
     data = json.loads(r.stdout)

@@ -186,6 +186,14 @@ def test_a_taken_port_is_refused_before_the_server_says_it_is_up(tmp_path):
         assert "--http" in r.output and "--port" not in r.output  # mcp has no --port
 
 
+def test_piped_output_keeps_each_line_whole(tmp_path):
+    # `citerag ask … | cat` cut the source line and the quoted excerpt at 80 columns.
+    r = CliRunner().invoke(app, ["ask", "What does error E2 mean?"],
+                           env={"CITERAG_EMBEDDER": "hashing", "CITERAG_DATA_DIR": str(tmp_path), "COLUMNS": "80"})
+    source = next(line for line in r.stdout.splitlines() if line.lstrip().startswith("[1]"))
+    assert source.endswith("page 5 — Kumo Pure 300 Air Purifier - User Manual") and len(source) > 80
+
+
 def test_chat_says_how_long_a_long_question_really_is(tmp_path):
     r = CliRunner().invoke(app, ["chat", "--json"], input="x" * 10_500 + "\n",
                            env={"CITERAG_EMBEDDER": "hashing", "CITERAG_DATA_DIR": str(tmp_path)})

@@ -39,6 +39,8 @@ def bench(
             raise CiteragError(f"--mode {mode!r}: choose bm25, dense, hybrid or all")
         if fusion not in (None, "rrf", "convex"):
             raise CiteragError(f"--fusion {fusion!r}: choose rrf or convex")
+        if runs is not None and runs.is_dir():  # refused before the benchmark runs, not after (a traceback)
+            raise CiteragError(f"--runs {runs}: a folder; name a file (its folder is made if missing)")
         ds = b.load_dataset(dataset, qrels)
         # BM25 alone needs no vectors: the model is neither loaded nor run.
         dense_needed = bool({"dense", "hybrid"} & set(modes)) or sweep or packing
@@ -68,7 +70,11 @@ def bench(
         if runs is not None:
             for m, ranking in rankings.items():
                 target = b.run_file_for(runs, m, modes)
-                b.write_trec_run(target, ranking, f"citerag-{m}")
+                try:
+                    b.write_trec_run(target, ranking, f"citerag-{m}")
+                except OSError as exc:
+                    reason = exc.strerror or type(exc).__name__
+                    raise CiteragError(f"--runs: cannot write {target} ({reason})") from None
                 run_files.append(str(target))
         for m in results.values():
             m["index_build_s"] = build_s

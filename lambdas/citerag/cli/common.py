@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
@@ -27,8 +28,10 @@ from citerag.settings import Settings
 from citerag.traces.wording import plural  # noqa: F401 - the commands' one plural
 
 app = typer.Typer(no_args_is_help=True, help="Answers with verifiable citations.")  # --install-completion
-out = Console()
-err = Console(stderr=True)
+# Piped or redirected, a line is not cut at 80 columns: a newline inside an excerpt or a source's name is not the
+# document's, and a reader (or grep) takes each line whole. A terminal wraps as usual.
+out = Console(soft_wrap=not sys.stdout.isatty())
+err = Console(stderr=True, soft_wrap=not sys.stderr.isatty())
 
 
 def _flags_without_type() -> None:
