@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from pathlib import Path
 
@@ -234,6 +235,32 @@ def test_invoke_runs_the_search_handler_on_an_event_file():
     body = json.loads(response["functionResponse"]["responseBody"]["TEXT"]["body"])
     assert body["results"] and all(hit["source_id"] and hit["uri"] for hit in body["results"])
     assert any("HEPA" in hit["text"] for hit in body["results"])
+
+
+def test_invoke_json_is_the_response_alone_on_stdout(tmp_path):
+    # The handler's warning ("rejected event") was a JSON log line on stdout before the response.
+    import subprocess
+    import sys
+
+    env = {**os.environ, "CITERAG_EMBEDDER": "hashing", "CITERAG_DATA_DIR": str(tmp_path / "data")}
+    not_an_event = tmp_path / "t.json"
+    not_an_event.write_text("{}")
+    for handler, event, key in (("search", not_an_event, "messageVersion"),
+                                ("ingest", EVENTS / "ingest-poison.json", "batchItemFailures")):
+        done = subprocess.run([sys.executable, "-c", "from citerag.command import main; main()", "invoke", handler,
+                               str(event), "--json"],
+                              capture_output=True, text=True, env=env, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert key in json.loads(done.stdout) and done.stderr  # the warnings, on stderr
+
+
+def test_invoke_ingest_refuses_a_missing_bucket_folder_and_an_event_that_is_not_sqs(tmp_path):
+    # Both reported success ({"batchItemFailures": []}) and left an empty index behind.
+    r = run("invoke", "ingest", str(EVENTS / "ingest-created.json"), "--bucket-dir", str(tmp_path / "nope"))
+    assert r.exit_code == 1 and "no such folder" in r.output
+    (tmp_path / "e.json").write_text("{}")
+    r = run("invoke", "ingest", str(tmp_path / "e.json"))
+    assert r.exit_code == 1 and "not an SQS event" in r.output
 
 
 def test_replaying_the_sample_ingest_event_leaves_the_users_index_alone(tmp_path):

@@ -15,7 +15,8 @@ def read_json(path: Path, what: str = "file") -> Any:
     except FileNotFoundError:
         raise CiteragError(f"no such {what}: {path}") from None
     except IsADirectoryError:
-        raise CiteragError(f"{path} is a folder, not a {what}") from None
+        article = "an" if what[:1].lower() in "aeiou" else "a"
+        raise CiteragError(f"{path} is a folder, not {article} {what}") from None
     except UnicodeDecodeError:
         raise CiteragError(f"{path} is not UTF-8 text") from None
     except json.JSONDecodeError as exc:

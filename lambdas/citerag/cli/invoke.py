@@ -45,6 +45,12 @@ def invoke(
         if handler not in ("search", "ingest"):
             raise CiteragError(f"unknown handler {handler!r}: choose search or ingest")
         ev = read_event(event)
+        if bucket_dir is not None and not bucket_dir.is_dir():
+            raise CiteragError(f"--bucket-dir {bucket_dir}: no such folder (it stands in for the bucket the event "
+                               "names)")
+        if handler == "ingest" and not (isinstance(ev, dict) and isinstance(ev.get("Records"), list)):
+            raise CiteragError(f"{event} is not an SQS event: the ingest handler reads its Records (see "
+                               "events/ingest-created.json)")
         bucket = bucket_dir or samples_dir()
         if handler == "ingest" and index is None and bucket_dir is None and (s := settings()).index_path is None:
             # The sample events name bundled samples: replayed into an index of their own, not into the user's

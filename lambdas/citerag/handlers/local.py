@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import uuid
 import warnings
 from dataclasses import dataclass, field
@@ -46,7 +47,14 @@ def quiet_lambda_output() -> None:
     from citerag.handlers import ingest, parser, search  # noqa: F401 - their Loggers exist now, so the levels stick
 
     for name in ("citerag-search", "citerag-ingest", "citerag-parser"):
-        logging.getLogger(name).setLevel(logging.WARNING)
+        logger = logging.getLogger(name)
+        logger.setLevel(logging.WARNING)
+        # Warnings go to stderr: stdout is the response (`invoke --json` printed log lines before its JSON).
+        for handler in logger.handlers:
+            stream = getattr(handler, "stream", None)
+            if isinstance(handler, logging.StreamHandler) and (
+                    stream in (sys.stdout, sys.__stdout__) or getattr(stream, "name", "") == "<stdout>"):
+                handler.setStream(sys.stderr)
 
 
 def invoke(kind: str, event: dict[str, Any], components) -> dict[str, Any]:
