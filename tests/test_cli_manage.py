@@ -119,7 +119,9 @@ def test_reset_and_the_index_option_never_touch_what_is_not_an_index(tmp_path):
     todo.write_bytes(b"")
     for target in (folder, page, other, secret, todo):
         r = run("reset", "--yes", "--index", str(target))
-        assert r.exit_code == 1 and "is not a citerag index" in r.output and "nothing was deleted" in r.output
+        said = "is a folder, not an index file" if target == folder else "is not a citerag index"
+        assert r.exit_code == 1 and said in r.output and "nothing was deleted" in r.output
+        assert (target == folder) == ("delete it" not in r.output)  # a folder is no damaged index to delete
     assert (folder / "pump.md").exists() and page.read_text() == "<p>Keep me.</p>" and secret.stat().st_size == 4096
     r = run("docs", "--index", str(todo))
     assert r.exit_code == 1 and "is not a citerag index" in r.output

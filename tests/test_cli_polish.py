@@ -4,6 +4,7 @@ document text reaching the terminal as markup or escape sequences in the new com
 
 from __future__ import annotations
 
+import json
 import re
 from importlib.metadata import version
 
@@ -192,6 +193,20 @@ def test_piped_output_keeps_each_line_whole(tmp_path):
                            env={"CITERAG_EMBEDDER": "hashing", "CITERAG_DATA_DIR": str(tmp_path), "COLUMNS": "80"})
     source = next(line for line in r.stdout.splitlines() if line.lstrip().startswith("[1]"))
     assert source.endswith("page 5 — Kumo Pure 300 Air Purifier - User Manual") and len(source) > 80
+
+
+def test_messages_name_the_option_the_user_gave(tmp_path):
+    env = {"CITERAG_EMBEDDER": "hashing", "CITERAG_DATA_DIR": str(tmp_path)}
+    r = CliRunner().invoke(app, ["ask", "E2?", "--session-attr", "bad"], env=env)
+    assert r.exit_code == 1 and "--session-attr 'bad': write key=value" in r.output  # it said --meta
+    r = CliRunner().invoke(app, ["chat", "--session-attr", "bad"], input="", env=env)
+    assert r.exit_code == 1 and "--session-attr 'bad'" in r.output
+    r = CliRunner().invoke(app, ["ask", "E2?", "--agent", "bogus"], env=env)
+    assert r.exit_code == 1 and "agentcore-local" in r.output
+    r = CliRunner().invoke(app, ["bench-answers", str(tmp_path / "nope")], env=env)
+    assert r.exit_code == 1 and "no such folder" in r.output and "JaQuAD" in r.output
+    r = CliRunner().invoke(app, ["chat", "--json"], input="/help\n", env=env)  # it printed nothing
+    assert "/open N" in json.loads(r.stdout.splitlines()[0])["help"]
 
 
 def test_chat_says_how_long_a_long_question_really_is(tmp_path):

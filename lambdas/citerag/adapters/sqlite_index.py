@@ -92,7 +92,7 @@ class SqliteIndex:
         self._readers: list[sqlite3.Connection] = []
         if self.path.exists() and index_file_state(self.path) == "other":
             # Opening would write this index's tables into another program's database (or fail on a document).
-            raise IndexError_(NOT_AN_INDEX.format(path=self.path))
+            raise IndexError_(not_an_index(self.path))
         try:
             self._conn = sqlite3.connect(str(self.path), timeout=timeout, check_same_thread=False,
                                          isolation_level=None)
@@ -733,6 +733,13 @@ def index_file_state(path: Path) -> str:
 NOT_AN_INDEX = ("{path} is not a citerag index, or is a damaged one; --index names the index file ingest made "
                 "(`citerag status` shows the one in use). A damaged index: delete it (and the files beside it named "
                 "-wal, -shm, -snapshot) and ingest your documents again")
+FOLDER_NOT_INDEX = ("{path} is a folder, not an index file; --index names the index file ingest made (`citerag "
+                    "status` shows the one in use), and `citerag ingest {path}` indexes the documents in a folder")
+
+
+def not_an_index(path: Path) -> str:
+    """Why `path` cannot be opened as the index: a folder is no damaged index to delete."""
+    return (FOLDER_NOT_INDEX if path.is_dir() else NOT_AN_INDEX).format(path=path)
 
 
 def check_deletable(path: Path) -> None:
@@ -741,7 +748,7 @@ def check_deletable(path: Path) -> None:
         raise IndexError_(f"{path} is in use by another process; let it finish, then run the command again "
                           "(nothing was deleted)")
     if state != "index":
-        raise IndexError_(NOT_AN_INDEX.format(path=path) + " (nothing was deleted)")
+        raise IndexError_(not_an_index(path) + " (nothing was deleted)")
 
 
 def remove_index_files(path: Path) -> None:

@@ -75,6 +75,9 @@ class AnswerSet(BaseModel):
 def load(root: Path) -> AnswerSet:
     root = Path(root)
     docs_dir = root / "docs"
+    if not root.exists():
+        raise CiteragError(f"no such folder: {root} (bench-answers takes a folder with docs/ and questions-*.jsonl, "
+                           "or a JaQuAD folder with corpus.jsonl, queries.jsonl and answers.jsonl)")
     if not docs_dir.is_dir():
         raise CiteragError(f"{root} has no docs/ folder: bench-answers needs docs/ and questions-*.jsonl")
     docs = sorted(p for p in docs_dir.iterdir() if p.is_file() and not p.name.startswith("."))

@@ -69,7 +69,7 @@ def ask(
         if save_trace:
             writable(save_trace, "--save-trace")
         flt = parse_cli(filter_ or [])
-        meta = parse_meta(session or [])
+        meta = parse_meta(session or [], "--session-attr")
         attrs = {k: str(v) for k, v in meta.items()}
         events: list[dict] = []
         # The local agent's filters come from --session-attr; a --filter answers from the filtered search (it
@@ -122,7 +122,7 @@ def ask(
 
             agent_id, sep, alias_id = agent.partition(":")
             if not sep or not agent_id or not alias_id:
-                raise CiteragError(f"--agent {agent!r}: write local, none, or AGENT_ID:ALIAS_ID")
+                raise CiteragError(f"--agent {agent!r}: write local, agentcore-local, none, or AGENT_ID:ALIAS_ID")
             comps = components(index, namespace)
             client = AgentClient(comps.aws_client("bedrock-agent-runtime", read_timeout=120), mask=comps.pii_mask)
             answer = client.ask(question, agent_id, alias_id, session_attributes=attrs, stream=True)

@@ -46,7 +46,7 @@ def chat(
         if agent not in ("local", "none"):
             raise CiteragError(f"--agent {agent!r}: chat runs local or none")
         comps = open_index(index, namespace, quiet=as_json)
-        ask = _answerer(comps, agent, {k: str(v) for k, v in parse_meta(session or []).items()})
+        ask = _answerer(comps, agent, {k: str(v) for k, v in parse_meta(session or [], "--session-attr").items()})
         if not as_json:
             err.print(f"[dim]{HELP}[/]")
         last = None
@@ -62,7 +62,7 @@ def chat(
             if line in ("/quit", "/exit", "/q"):
                 break
             if line == "/help":
-                err.print(HELP)
+                _say({"help": HELP}, HELP, as_json, stderr=True)
                 continue
             try:
                 if line.startswith("/open"):

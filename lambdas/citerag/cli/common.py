@@ -218,12 +218,12 @@ def display(uri: str) -> str:
         return str(p)
 
 
-def parse_meta(items: list[str]) -> dict[str, Any]:
+def parse_meta(items: list[str], option: str = "--meta") -> dict[str, Any]:
     extra: dict[str, Any] = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise CiteragError(f"--meta {item!r}: write key=value")
+            raise CiteragError(f"{option} {item!r}: write key=value")
         extra[key.strip()] = [v for v in value.split(",") if v] if "," in value else value
     return extra
 
