@@ -205,6 +205,8 @@ def test_messages_name_the_option_the_user_gave(tmp_path):
     assert r.exit_code == 1 and "agentcore-local" in r.output
     r = CliRunner().invoke(app, ["bench-answers", str(tmp_path / "nope")], env=env)
     assert r.exit_code == 1 and "no such folder" in r.output and "JaQuAD" in r.output
+    r = CliRunner().invoke(app, ["ask", "E2?", "--namespace", "bogus"], env=env)  # the samples indexed again
+    assert r.exit_code == 1 and "--namespace 'bogus'" in r.output and "ingested nothing yet" in r.output
     r = CliRunner().invoke(app, ["chat", "--json"], input="/help\n", env=env)  # it printed nothing
     assert "/open N" in json.loads(r.stdout.splitlines()[0])["help"]
 

@@ -290,6 +290,10 @@ def open_index(index: Path | None, namespace: str | None = None, *, quiet: bool 
         return comps if every_namespace else _known_namespace(comps)
     if not samples:
         raise CiteragError(f"nothing ingested yet (the index {path} is empty); run: citerag ingest PATH")
+    if s.namespace:  # the samples are in the default namespace; a typo indexed them again under it
+        raise CiteragError(f"--namespace {s.namespace!r}: you have ingested nothing yet (the bundled samples are in "
+                           f"the default namespace); ingest into it with: citerag ingest PATH --namespace "
+                           f"{s.namespace}")
     comps = components(samples_index_path(s), namespace, **extra)
     if not quiet:
         err.print("[dim]You have ingested nothing yet: using the bundled sample documents "
