@@ -429,12 +429,16 @@ def test_bench_answers_reports_each_language_and_split(tmp_path):
     assert res["summary"]["dev/ja"]["fact_with_right_citation"] == 1.0
     assert all(not row["misattributed"] for row in res["rows"])
     assert res["summary"]["dev/en"]["fact_with_right_citation_ci95"] == [0.2065, 1.0]  # 1 of 1: hardly a measure
+    # Read in an 80-column terminal, every figure whole (eleven columns across cut them to "95.…").
     table = CliRunner().invoke(app, ["bench-answers", str(root), "--split", "dev"],
-                               env={"CITERAG_EMBEDDER": "hashing", "COLUMNS": "200"})
+                               env={"CITERAG_EMBEDDER": "hashing", "COLUMNS": "80"})
     assert table.exit_code == 0, table.output
-    assert "100.0% (21-100%)" in table.output
+    fact = next(line for line in table.output.splitlines() if "fact + right citation" in line)
+    assert "100.0%" in fact
+    assert any("95% CI" in line and "21-100%" in line for line in table.output.splitlines())
+    assert "…" not in table.output
     bad = CliRunner().invoke(app, ["bench-answers", str(tmp_path / "nowhere")], env={"CITERAG_EMBEDDER": "hashing"})
-    assert bad.exit_code != 0 and "no docs/ folder" in bad.output
+    assert bad.exit_code != 0 and "no such folder" in bad.output
 
 
 def test_a_wrong_answer_says_where_its_fact_was_among_what_the_answerer_read(tmp_path):

@@ -298,20 +298,33 @@ def bench_answers(
         if as_json:
             print(ab.dump(res))
             return
-        table = Table(title=f"bench-answers: {res['documents']} documents, agent {agent}")
-        for col in ("split/lang", "answerable", "fact + right citation (95% CI)", "unanswerable",
-                    "abstention recall (95% CI)", "abstention precision", "refused: fact at a place to look",
-                    "misattributed", "stray excerpts", "p50 ms", "p95 ms"):
-            table.add_column(col, justify="left" if col == "split/lang" else "right")
+        # One table per split, a column per language and a row per figure: eleven columns across, every figure
+        # was cut to "95.…" in an 80-column terminal.
+        rows = (("answerable", lambda m: str(m["answerable"])),
+                ("fact + right citation", lambda m: _pct(m["fact_with_right_citation"])),
+                ("  95% CI", lambda m: _ci(m.get("fact_with_right_citation_ci95"))),
+                ("unanswerable", lambda m: str(m["unanswerable"])),
+                ("abstention recall", lambda m: _pct(m["abstention_recall"])),
+                ("  95% CI", lambda m: _ci(m.get("abstention_recall_ci95"))),
+                ("abstention precision", lambda m: _pct(m["abstention_precision"])),
+                ("refused: fact at a place to look",
+                 lambda m: f"{m['refused_with_fact_at_a_place']} of {m['refused_answerable']}"),
+                ("misattributed", lambda m: str(m["misattributed_sentences"])),
+                ("stray excerpts", lambda m: str(m["stray_excerpts"])),
+                ("p50 / p95 ms", lambda m: f"{m['p50_ms']:.0f} / {m['p95_ms']:.0f}"))
+        out.print(f"[bold]bench-answers[/]: {res['documents']} documents, agent {agent}", highlight=False)
+        by_split: dict[str, dict[str, dict]] = {}
         for key, m in res["summary"].items():
-            table.add_row(key, str(m["answerable"]),
-                          _pct(m["fact_with_right_citation"], m.get("fact_with_right_citation_ci95")),
-                          str(m["unanswerable"]), _pct(m["abstention_recall"], m.get("abstention_recall_ci95")),
-                          _pct(m["abstention_precision"]),
-                          f"{m['refused_with_fact_at_a_place']} of {m['refused_answerable']}",
-                          str(m["misattributed_sentences"]), str(m["stray_excerpts"]), f"{m['p50_ms']:.0f}",
-                          f"{m['p95_ms']:.0f}")
-        out.print(table)
+            split, _, lang = key.partition("/")
+            by_split.setdefault(split, {})[lang or split] = m
+        for split, langs in by_split.items():
+            table = Table(title=split, title_justify="left")
+            table.add_column("", overflow="fold")
+            for lang in langs:
+                table.add_column(lang, justify="right", no_wrap=True)
+            for name, cell in rows:
+                table.add_row(name, *(cell(m) for m in langs.values()))
+            out.print(table)
         for key, m in res["summary"].items():
             if m.get("wrong_fact_at"):
                 out.print(f"{key}: the facts of the wrong answers were "
@@ -356,8 +369,10 @@ def _num(x: float | None) -> str:
     return "-" if x is None else f"{x:.3f}"
 
 
-def _pct(x: float | None, ci95: list[float] | None = None) -> str:
-    """The share and its 95% interval, "80.0% (58-92%)": on a 20-question split the interval is most of the story."""
-    if x is None:
-        return "-"
-    return f"{x:.1%}" if ci95 is None else f"{x:.1%} ({ci95[0] * 100:.0f}-{ci95[1]:.0%})"
+def _ci(ci95: list[float] | None) -> str:
+    """A 95% interval, "58-92%": on a 20-question split the interval is most of the story."""
+    return "-" if ci95 is None else f"{ci95[0] * 100:.0f}-{ci95[1]:.0%}"
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1%}"
