@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import time
@@ -189,6 +190,10 @@ def test_a_saved_trace_shows_a_markdown_sources_section(tmp_path):
     assert r.exit_code == 0 and f"faq-en.md, {section}" in r.stdout  # the answer's citation
     assert f"Kumo Pure 300 FAQ, {section}" in r.stdout  # the search step's source
     assert f"Kumo Pure 300 FAQ</a>, {section.replace('>', '&gt;')}" in page.read_text()
+    # In an 80-column terminal a stage and a token count stay on their line ("pre_pr / ocessi / ng" was one).
+    narrow = CliRunner().invoke(app, ["trace", str(saved)], env={"COLUMNS": "80"})
+    assert "│ pre_processing" in narrow.stdout and "│ orchestration" in narrow.stdout
+    assert re.search(r"│ +\d+/\d+ │", narrow.stdout)
 
 
 def test_a_trace_that_cannot_be_written_or_read_is_one_error_line_and_the_answer_is_not_lost(tmp_path):

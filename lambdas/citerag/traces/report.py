@@ -141,8 +141,13 @@ def print_turns(console, turns: list[Turn], *, prompts: bool = False) -> None:
 
     for t in turns:
         table = Table(show_header=True, header_style="bold", expand=True)
+        # The step takes what the others leave: a stage, a token count or a time cut over lines ("pre_pr / ocessi /
+        # ng", "1587/4" over "2") read as something else in an 80-column terminal.
         for col in ("#", "stage", "step", "tokens", "ms"):
-            table.add_column(col, overflow="fold", ratio=5 if col == "step" else 1)
+            if col == "step":
+                table.add_column(col, overflow="fold", ratio=1)
+            else:
+                table.add_column(col, no_wrap=True, justify="right" if col in ("#", "tokens", "ms") else "left")
         for i, s in enumerate(t.steps, start=1):
             tokens = f"{s.input_tokens}/{s.output_tokens}" if s.input_tokens is not None else ""
             text = f"[bold]{s.kind}[/] {_shown(s.title)}"
