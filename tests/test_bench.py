@@ -115,6 +115,7 @@ def test_a_chosen_bench_index_is_locked_while_a_run_uses_it(tmp_path):
     r = CliRunner().invoke(app, ["bench", str(ds), "--index", str(chosen), "--mode", "bm25"],
                            env={"CITERAG_EMBEDDER": "hashing"})
     assert r.exit_code == 0 and chosen.exists()
+    assert "(no vectors)" in r.output and "hybrid =" not in r.output  # BM25 alone embeds and fuses nothing
 
 
 def test_run_files_score_the_same_in_a_standard_evaluator(tmp_path):

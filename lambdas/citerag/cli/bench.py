@@ -98,9 +98,10 @@ def bench(
             table.add_row(m, *(f"{r[k]:.4f}" for k in ("ndcg@10", "recall@5", "recall@100", "mrr@10")),
                           f"{r['p50_ms']:.1f}", f"{r['p95_ms']:.1f}")
         out.print(table)
-        out.print(f"index build {build_s:.1f} s ({embedded} passages embedded now, the rest from the cache); "
-                  f"hybrid = {cfg.fusion}" + (f" alpha {cfg.alpha}" if cfg.fusion == "convex" else "")
-                  + f"; BM25 tokens: {tokens.name}")
+        vectors = f" ({embedded} passages embedded now, the rest from the cache)" if dense_needed else " (no vectors)"
+        fused = (f"; hybrid = {cfg.fusion}" + (f" alpha {cfg.alpha}" if cfg.fusion == "convex" else "")
+                 if "hybrid" in modes or sweep else "")
+        out.print(f"index build {build_s:.1f} s{vectors}{fused}; BM25 tokens: {tokens.name}")
         for f in run_files:
             out.print(f"run file: {f}", highlight=False)
         if sweep_res:
