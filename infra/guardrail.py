@@ -29,7 +29,8 @@ def definition_hash(stack: cdk.Stack, guardrail: bedrock.CfnGuardrail) -> str:
     """SHA-256 of the guardrail's resolved properties. A GuardrailVersion is a snapshot taken when it is created
     and has no updatable property (cfn-lint's AWS::Bedrock::GuardrailVersion schema: only Description and
     GuardrailIdentifier, both create-only), so a changed guardrail reaches the agents only through a new version:
-    the hash in its description replaces it whenever any property changes."""
+    the hash in its description replaces it whenever one of the properties listed here changes (every property
+    `build` sets; a property set later must be added to the list)."""
     props = {k: getattr(guardrail, k) for k in (
         "name", "blocked_input_messaging", "blocked_outputs_messaging", "cross_region_config",
         "content_policy_config", "sensitive_information_policy_config", "topic_policy_config",

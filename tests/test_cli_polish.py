@@ -146,6 +146,10 @@ def test_the_web_api_refuses_a_bad_question_with_400_and_says_its_true_length(tm
     ("0.0.0.0", "rebind.attacker.example:8765", None, 421),
     ("0.0.0.0", "rebind.attacker.example:8765", "http://rebind.attacker.example:8765", 421),
     ("::", "[::1]:8765", None, 200),
+    ("0:0:0:0:0:0:0:0", "192.168.1.5:8765", None, 200),  # every address, written out
+    ("127.0.0.1", "[::ffff:127.0.0.1]:8765", None, 200),
+    ("127.0.0.1", "127.0.0.1:80", "http://127.0.0.1", 200),  # the default port, left out of the Origin
+    ("127.0.0.1", "127.0.0.1:8765", "http://127.0.0.1", 403),
 ])
 def test_serve_answers_only_requests_for_its_own_address(bound, host, origin, status):
     import asyncio
@@ -207,6 +211,8 @@ def test_messages_name_the_option_the_user_gave(tmp_path):
     assert r.exit_code == 1 and "no such folder" in r.output and "JaQuAD" in r.output
     r = CliRunner().invoke(app, ["ask", "E2?", "--namespace", "bogus"], env=env)  # the samples indexed again
     assert r.exit_code == 1 and "--namespace 'bogus'" in r.output and "ingested nothing yet" in r.output
+    r = CliRunner().invoke(app, ["ask", "E2?"], env={**env, "CITERAG_NAMESPACE": "team"})  # never typed --namespace
+    assert r.exit_code == 1 and "CITERAG_NAMESPACE 'team'" in r.output
     r = CliRunner().invoke(app, ["chat", "--json"], input="/help\n", env=env)  # it printed nothing
     assert "/open N" in json.loads(r.stdout.splitlines()[0])["help"]
 

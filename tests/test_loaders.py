@@ -348,8 +348,9 @@ def test_myst_roles_footnote_marks_and_autolinks_read_as_rendered():
     assert "from https://bootstrap.pypa.io/get-pip.py." in text
     assert "$ python -m ensurepip --upgrade" in text and "[^python]: If installed from python.org." in text
     # In a code span it is what the document prints: a regular expression, an address written as is.
-    text = _markdown_text("# Regex\n\nUse `[^0-9]` to match anything but a digit, not `<https://x.example>`.\n")
-    assert "Use [^0-9] to match anything but a digit, not <https://x.example>." in text
+    text = _markdown_text("# Regex\n\nUse `[^0-9]` to match anything but a digit, not `<https://x.example>`; "
+                          "``[^a`b]`` holds a backtick.\n")
+    assert "Use [^0-9] to match anything but a digit, not <https://x.example>; [^ab] holds a backtick." in text
 
 
 def _bold(word: str) -> str:

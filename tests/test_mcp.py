@@ -134,6 +134,20 @@ def test_streamable_http_server(comps):
             async with streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write):
                 return await session_calls(read, write)
         check_session(*asyncio.run(run()))
+
+        async def misses(n):  # searches that find nothing, in one client session of their own
+            url = f"http://127.0.0.1:{port}/mcp"
+            async with streamable_http_client(url) as (read, write), ClientSession(read, write) as s:
+                await s.initialize()
+                return [(await s.call_tool(FUNCTION_NAME, {"query": "qqqxxzz zzyzx"})).content[0].text
+                        for _ in range(n)]
+
+        async def two_clients():
+            return await asyncio.gather(misses(2), misses(2))
+        # Each client counts its own attempts (one dict shared by every client told one "3 of 3" after the other's
+        # two misses).
+        for said in asyncio.run(two_clients()):
+            assert "1 of 3" in said[0] and "2 of 3" in said[1]
     finally:
         proc.terminate()
         proc.wait(10)

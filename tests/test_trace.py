@@ -194,6 +194,9 @@ def test_a_saved_trace_shows_a_markdown_sources_section(tmp_path):
     narrow = CliRunner().invoke(app, ["trace", str(saved)], env={"COLUMNS": "80"})
     assert "│ pre_processing" in narrow.stdout and "│ orchestration" in narrow.stdout
     assert re.search(r"│ +\d+/\d+ │", narrow.stdout)
+    # Narrower still, the stage joins the step's text, which keeps its room (it shrank to nothing at 50).
+    narrower = CliRunner().invoke(app, ["trace", str(saved)], env={"COLUMNS": "50"})
+    assert "│ pre_processing model" in narrower.stdout and "stage" not in narrower.stdout
 
 
 def test_a_trace_that_cannot_be_written_or_read_is_one_error_line_and_the_answer_is_not_lost(tmp_path):

@@ -16,6 +16,7 @@ an opaque "Error executing tool").
 from __future__ import annotations
 
 import json
+import threading
 import time
 from typing import Any
 
@@ -121,19 +122,22 @@ def build_server(components, *, access: dict[str, str] | None = None) -> MCPServ
     # with each question), so a pause of RETRY_WINDOW_S starts a new count: a model's rewrites of one question come
     # seconds apart.
     retries: dict[str, tuple[float, dict[str, str]]] = {}
+    retries_lock = threading.Lock()  # a plain tool runs in a worker thread: HTTP clients search at once
 
     def search_documents(query: Any = None, filters: Any = None, top_k: Any = None,
                          ctx: Context = None) -> dict[str, Any]:  # type: ignore[assignment]
         _known_keys(components, filters, session)
         client = _client_key(ctx)
         now = time.monotonic()
-        last, count = retries.get(client, (0.0, {}))
+        with retries_lock:
+            last, count = retries.get(client, (0.0, {}))
         state = {**session, **(count if now - last <= RETRY_WINDOW_S else {})}  # access stays the server's
         result, body = tool.run({"query": query, "filters": filters, "top_k": top_k}, state, lambda r, b: b)
-        for key in [k for k, (t, _) in retries.items() if now - t > RETRY_WINDOW_S]:
-            del retries[key]  # ended sessions do not pile up
-        retries[client] = (now, {k: v for k, v in result.session_attributes.items()
-                                 if k in (RETRY_ATTRIBUTE, TURN_ATTRIBUTE)})
+        with retries_lock:
+            for key in [k for k, (t, _) in retries.items() if now - t > RETRY_WINDOW_S]:
+                retries.pop(key, None)  # ended sessions do not pile up
+            retries[client] = (now, {k: v for k, v in result.session_attributes.items()
+                                     if k in (RETRY_ATTRIBUTE, TURN_ATTRIBUTE)})
         payload = json.loads(body)
         if result.outcome in ("invalid", "denied", "unavailable"):
             raise ToolError(payload.get("hint") or payload.get("error") or "the search failed")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
@@ -28,10 +27,20 @@ from citerag.settings import Settings
 from citerag.traces.wording import plural  # noqa: F401 - the commands' one plural
 
 app = typer.Typer(no_args_is_help=True, help="Answers with verifiable citations.")  # --install-completion
-# Piped or redirected, a line is not cut at 80 columns: a newline inside an excerpt or a source's name is not the
-# document's, and a reader (or grep) takes each line whole. A terminal wraps as usual.
-out = Console(soft_wrap=not sys.stdout.isatty())
-err = Console(stderr=True, soft_wrap=not sys.stderr.isatty())
+class _Console(Console):
+    """Piped or redirected, a line of text is not cut at 80 columns: a newline inside an excerpt or a source's name
+    is not the document's, and a reader (or grep) takes each line whole. A terminal wraps as usual, and tables and
+    panels are laid out to the width either way (decided per call: Rich's own terminal detection, FORCE_TERMINAL
+    included)."""
+
+    def print(self, *objects, soft_wrap: bool | None = None, **kwargs) -> None:  # type: ignore[override]
+        if soft_wrap is None:
+            soft_wrap = not self.is_terminal and all(isinstance(o, str) for o in objects)
+        super().print(*objects, soft_wrap=soft_wrap, **kwargs)
+
+
+out = _Console()
+err = _Console(stderr=True)
 
 
 def _flags_without_type() -> None:
@@ -285,14 +294,14 @@ def open_index(index: Path | None, namespace: str | None = None, *, quiet: bool 
     if s.index_path is not None:
         if not path.exists():
             raise CiteragError(f"no index at {path}; create it with: citerag ingest PATH --index {path}")
-        return comps if every_namespace else _known_namespace(comps)
+        return comps if every_namespace else _known_namespace(comps, namespace)
     if path.exists() and any(v["documents"] for v in comps.index.namespaces().values()):
-        return comps if every_namespace else _known_namespace(comps)
+        return comps if every_namespace else _known_namespace(comps, namespace)
     if not samples:
         raise CiteragError(f"nothing ingested yet (the index {path} is empty); run: citerag ingest PATH")
     if s.namespace:  # the samples are in the default namespace; a typo indexed them again under it
-        raise CiteragError(f"--namespace {s.namespace!r}: you have ingested nothing yet (the bundled samples are in "
-                           f"the default namespace); ingest into it with: citerag ingest PATH --namespace "
+        raise CiteragError(f"{_named(namespace)} {s.namespace!r}: you have ingested nothing yet (the bundled samples "
+                           f"are in the default namespace); ingest into it with: citerag ingest PATH --namespace "
                            f"{s.namespace}")
     comps = components(samples_index_path(s), namespace, **extra)
     if not quiet:
@@ -302,7 +311,12 @@ def open_index(index: Path | None, namespace: str | None = None, *, quiet: bool 
     return comps
 
 
-def _known_namespace(comps: Components) -> Components:
+def _named(option_value: str | None) -> str:
+    """Where the namespace in use came from: the option, or the environment (the user never typed --namespace)."""
+    return "--namespace" if option_value is not None else "CITERAG_NAMESPACE"
+
+
+def _known_namespace(comps: Components, option_value: str | None = None) -> Components:
     """A --namespace the index holds no document in is a typo, like a mistyped --index: it read as an empty index
     ("No documents. Add some with: citerag ingest PATH")."""
     held = {ns: v["documents"] for ns, v in comps.index.namespaces().items() if v["documents"]}
@@ -312,7 +326,8 @@ def _known_namespace(comps: Components) -> Components:
         if not ns:
             raise CiteragError(f"the index holds no documents in the default namespace; its namespaces: {names} "
                                "(choose one with --namespace)")
-        raise CiteragError(f"--namespace {ns!r}: the index holds no documents in it; its namespaces: {names}")
+        raise CiteragError(f"{_named(option_value)} {ns!r}: the index holds no documents in it; its namespaces: "
+                           f"{names}")
     return comps
 
 

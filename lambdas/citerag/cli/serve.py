@@ -113,9 +113,6 @@ def says_not_found(text: str) -> bool:
     return text.strip().startswith((*NOT_FOUND_OPENINGS, *FALLBACK.values()))
 
 
-WILDCARDS = frozenset({"0.0.0.0", "::", ""})
-
-
 def _hostname(value: str) -> str | None:
     """The host of a Host header ("[::1]:8765", "localhost:8765"), lower-cased; None when it has none."""
     try:
@@ -125,34 +122,46 @@ def _hostname(value: str) -> str | None:
     return name.lower() if name else None
 
 
+def _address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return None
+    mapped = getattr(address, "ipv4_mapped", None)  # "::ffff:127.0.0.1" is 127.0.0.1
+    return mapped or address
+
+
 def _names_no_domain(host: str) -> bool:
     """An IP address or the loopback name: what DNS rebinding cannot be (it needs a domain name the attacker
     controls)."""
-    if host == "localhost":
-        return True
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True
+    return host == "localhost" or _address(host) is not None
 
 
 def _loopback(host: str) -> bool:
+    address = _address(host)
+    return host == "localhost" or (address is not None and address.is_loopback)
+
+
+def _origin_of(netloc: str, scheme: str) -> tuple[str | None, int | None]:
+    """(host, port) of a Host header or an Origin's netloc, the scheme's default port filled in."""
     try:
-        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+        parts = urlsplit(f"//{netloc}")
+        port = parts.port
     except ValueError:
-        return False
+        return None, None
+    return (parts.hostname or "").lower() or None, port or (443 if scheme == "https" else 80)
 
 
 def _only_for(app, bound: str):
     """Requests must name this server as their Host: a page elsewhere that points its own domain at this address
     (DNS rebinding) would otherwise read answers and every indexed file as a same-origin page. Bound to one
     address, the Host must be a loopback name or that address; bound to every address, any IP address or
-    localhost, never a domain name. A browser's Origin, when sent, must be this server itself (scheme aside)."""
+    localhost, never a domain name. A browser's Origin, when sent, must be this server itself."""
     from starlette.responses import PlainTextResponse
 
     bound = bound.strip("[]").lower()
-    wildcard = bound in WILDCARDS
+    wildcard = bound == "" or (_address(bound) is not None and _address(bound).is_unspecified)
+    said = "an IP address or localhost" if wildcard else f"{bound}, 127.0.0.1 or localhost"
 
     def allowed(host: str | None) -> bool:
         if not host:
@@ -164,14 +173,16 @@ def _only_for(app, bound: str):
             headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
             host_header = headers.get("host", "")
             if not allowed(_hostname(host_header)):
-                await PlainTextResponse("this server answers requests for its own address only (127.0.0.1 or "
-                                        "localhost)", status_code=421)(scope, receive, send)
+                await PlainTextResponse(f"this server answers requests for {said} only",
+                                        status_code=421)(scope, receive, send)
                 return
             origin = headers.get("origin")
-            if origin and origin != "null" and urlsplit(origin).netloc.lower() != host_header.lower():
-                await PlainTextResponse("requests from other sites are refused", status_code=403)(
-                    scope, receive, send)
-                return
+            if origin and origin != "null":
+                scheme = urlsplit(origin).scheme
+                if _origin_of(urlsplit(origin).netloc, scheme) != _origin_of(host_header, scheme):
+                    await PlainTextResponse("requests from other sites are refused", status_code=403)(
+                        scope, receive, send)
+                    return
         await app(scope, receive, send)
 
     return guarded

@@ -630,18 +630,30 @@ _FOOTNOTE_REF = re.compile(r"\[\^[^\]\s]{1,60}\](?!:)")
 _AUTOLINK = re.compile(r"<((?:https?|ftp|mailto):[^\s<>]+)>")
 
 
+# A code span as CommonMark reads it: a run of backticks up to a run of the same length ("``a`b``"); a backtick
+# with no partner is text.
+_CODE_SPAN = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)")
+
+
+def _outside_code(s: str, change: Callable[[str], str]) -> str:
+    """`change` applied to the text between code spans, the spans kept as written (backticks included)."""
+    out, at = [], 0
+    for m in _CODE_SPAN.finditer(s):
+        out += [change(s[at : m.start()]), m.group()]
+        at = m.end()
+    return "".join([*out, change(s[at:])])
+
+
 def _strip_md_inline(s: str) -> str:
     s = _MYST_ROLE.sub(r"`\1`", s)
     # Not inside a code span: "`[^0-9]`" is a regular expression, "`<https://…>`" printed as written.
-    s = "".join(p if i % 2 else _AUTOLINK.sub(r"\1", _FOOTNOTE_REF.sub("", p))
-                for i, p in enumerate(re.split(r"(`[^`]*`)", s)))
+    s = _outside_code(s, lambda t: _AUTOLINK.sub(r"\1", _FOOTNOTE_REF.sub("", t)))
     s = re.sub(r"!\[([^\]]*)\]\([^)]*\)", r"\1", s)
     s = re.sub(r"\[([^\]]+)\]\([^)]*\)", r"\1", s)
     s = re.sub(r"\[([^\]]+)\]\[[^\]]*\]", r"\1", s)  # reference-style link: [text][label]
     # Emphasis outside code spans ("_two's complement wrapping_", "ここで*n*は"); "_" never inside a word
     # (snake_case), as in CommonMark.
-    parts = re.split(r"(`[^`]*`)", s)
-    s = "".join(p if i % 2 else _MD_EMPHASIS.sub(lambda m: m.group(2) or m.group(4), p) for i, p in enumerate(parts))
+    s = _outside_code(s, lambda t: _MD_EMPHASIS.sub(lambda m: m.group(2) or m.group(4), t))
     s = re.sub(r"(\*\*|__|`)", "", s)
     return s
 

@@ -122,6 +122,7 @@ def to_json(turns: list[Turn], stats: dict[str, Any]) -> str:
 
 
 SUMMARY_AFTER = 20
+NARROW_COLUMNS = 72  # below it a turn's table has no stage column
 
 
 def print_turns(console, turns: list[Turn], *, prompts: bool = False) -> None:
@@ -142,8 +143,10 @@ def print_turns(console, turns: list[Turn], *, prompts: bool = False) -> None:
     for t in turns:
         table = Table(show_header=True, header_style="bold", expand=True)
         # The step takes what the others leave: a stage, a token count or a time cut over lines ("pre_pr / ocessi /
-        # ng", "1587/4" over "2") read as something else in an 80-column terminal.
-        for col in ("#", "stage", "step", "tokens", "ms"):
+        # ng", "1587/4" over "2") read as something else in an 80-column terminal. Narrower, the stage goes into
+        # the step's text, which kept too little room beside it.
+        staged = console.width >= NARROW_COLUMNS
+        for col in ("#", "stage", "step", "tokens", "ms") if staged else ("#", "step", "tokens", "ms"):
             if col == "step":
                 table.add_column(col, overflow="fold", ratio=1)
             else:
@@ -161,7 +164,11 @@ def print_turns(console, turns: list[Turn], *, prompts: bool = False) -> None:
                 text += f"\n  [magenta]lambda[/] {_shown(log.get('level', ''))} {_shown(log.get('message', ''))}"
             if prompts and s.prompt:
                 text += f"\n[dim]prompt:[/] {_shown(s.prompt[:4000])}\n[dim]raw output:[/] {_shown(s.raw or '')}"
-            table.add_row(str(i), (s.prompt_type or "").lower(), text, tokens, str(s.ms or ""))
+            stage = (s.prompt_type or "").lower()
+            if staged:
+                table.add_row(str(i), stage, text, tokens, str(s.ms or ""))
+            else:
+                table.add_row(str(i), f"[dim]{stage}[/] {text}" if stage else text, tokens, str(s.ms or ""))
         cites = "\n".join(
             _shown(f"[{c.sources[0].source_id}] {c.text} -> {c.sources[0].uri}")
             + (f", {_shown(where)}" if (where := location(c.sources[0].page, c.sources[0].section)) else "")
