@@ -76,6 +76,20 @@ def test_document_text_is_not_interpreted_in_docs_and_chat(tmp_path):
         assert "[bold red]" in r.output  # shown as text, not turned into colour
 
 
+def test_emoji_codes_bidi_overrides_and_line_breaks_in_names_are_shown_as_data(tmp_path):
+    # ":x:" was printed as an emoji inside a quote, U+202E reordered the terminal's line, and a name holding a
+    # line break printed a line of its own.
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "new\nline.md").write_text("# Vim :warning:\n\nIn vim type :x: to save and quit the editor.\n")
+    (folder / "rtl\u202etxt.md").write_text("# Notes\n\nThe office opens at nine.\n")
+    env = {"CITERAG_EMBEDDER": "hashing", "CITERAG_DATA_DIR": str(tmp_path / "data"), "COLUMNS": "250"}
+    r = runner.invoke(app, ["ingest", str(folder)], env=env)
+    assert r.exit_code == 0 and "new\\nline.md" in r.output and "\u202e" not in r.output
+    r = runner.invoke(app, ["search", "vim save and quit", "--mode", "bm25"], env=env)
+    assert ":x: to save" in r.output and ":warning:" in r.output and "❌" not in r.output
+
+
 def test_config_file_in_data_dir_and_project_overridden_by_env(tmp_path, monkeypatch):
     data = tmp_path / "data"
     data.mkdir()

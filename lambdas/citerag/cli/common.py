@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
@@ -39,8 +40,9 @@ class _Console(Console):
         super().print(*objects, soft_wrap=soft_wrap, **kwargs)
 
 
-out = _Console()
-err = _Console(stderr=True)
+# No emoji codes: "In vim type :x: to save" was shown as "In vim type ❌ to save", a quote that is not the document's.
+out = _Console(emoji=False)
+err = _Console(stderr=True, emoji=False)
 
 
 def _flags_without_type() -> None:
@@ -216,15 +218,19 @@ def progress_eta(p: IngestProgress) -> str:
 
 
 def display(uri: str) -> str:
+    """A file's name as the terminal shows it: relative to here when under it; a line break in the name written
+    as \\n, so a name cannot print a line of its own ("added new" + "line.txt" read as two files)."""
     from citerag.ingestion.files import uri_to_path
 
     p = uri_to_path(uri)
     if p is None:
-        return uri
-    try:
-        return str(p.relative_to(Path.cwd()))
-    except ValueError:
-        return str(p)
+        name = uri
+    else:
+        try:
+            name = str(p.relative_to(Path.cwd()))
+        except ValueError:
+            name = str(p)
+    return name.replace("\r", "\\r").replace("\n", "\\n")
 
 
 def parse_meta(items: list[str], option: str = "--meta") -> dict[str, Any]:
@@ -237,12 +243,17 @@ def parse_meta(items: list[str], option: str = "--meta") -> dict[str, Any]:
     return extra
 
 
+# Unicode's bidirectional overrides and isolates: printed raw, they reorder what the terminal shows after them.
+_BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069]")
+
+
 def shown(text: object) -> str:
-    """Document-derived text for rich output: control characters removed, markup escaped (a title holding
-    `[/bold]` used to crash `citerag search` with a MarkupError, and escape sequences reached the terminal)."""
+    """Document-derived text for rich output: control characters and bidirectional overrides removed, markup
+    escaped (a title holding `[/bold]` used to crash `citerag search` with a MarkupError, and escape sequences
+    reached the terminal). Emoji codes (":x:") are left as written: the consoles render none."""
     from citerag.documents.text import strip_controls
 
-    return escape(strip_controls(str(text)))
+    return escape(_BIDI_CONTROLS.sub("", strip_controls(str(text))))
 
 
 def where(r: dict) -> str:
