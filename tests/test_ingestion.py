@@ -258,3 +258,40 @@ def test_an_interrupted_ingest_keeps_finished_documents_whole_and_nothing_partia
         assert path is not None and n == d.n_chunks == len(chunk_document(load_path(path)))
     again = {r.status for r in fast.ingestor().ingest_paths([folder])}
     assert again == {"unchanged", "added"}
+
+
+def test_a_name_that_is_not_utf8_and_a_loop_of_links_fail_alone(fast, tmp_path):
+    # Each stopped the whole ingest with a traceback (UnicodeEncodeError in the embedding cache, RuntimeError from
+    # Path.resolve), and the good file beside them was not indexed.
+    import os
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / os.fsdecode(b"bad_\xff.txt")).write_text("The launch window opens at dawn.\n")
+    (folder / "good.txt").write_text("The pump is descaled every 90 days.\n")
+    (folder / "loop1.txt").symlink_to("loop2.txt")
+    (folder / "loop2.txt").symlink_to("loop1.txt")
+    results = {Path(uri_to_path(r.source) or r.source).name: r for r in fast.ingestor().ingest_paths([folder])}
+    assert results["good.txt"].status == "added" and results[os.fsdecode(b"bad_\xff.txt")].status == "added"
+    assert results["loop1.txt"].status == "skipped" and "symlink loop" in results["loop1.txt"].reason
+    docs = {d.title: d for d in fast.index.list_documents("")}
+    assert "bad_\ufffd" in docs and uri_to_path(docs["bad_\ufffd"].source_uri).exists()  # found again, not "gone"
+    assert fast.ingestor().gone([folder]) == []
+
+
+def test_a_file_swapped_for_a_link_after_the_walk_is_not_followed(fast, tmp_path):
+    # Replaced by a link to /etc/passwd between the folder's walk and its read, the file was read through it.
+    from citerag.ingestion.files import expand_paths
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    victim = folder / "victim.txt"
+    victim.write_text("An ordinary note.\n")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("The vault combination is 31-7-22.\n")
+    files, _ = expand_paths([folder])
+    victim.unlink()
+    victim.symlink_to(secret)
+    (result,) = [fast.ingestor().ingest_path(f) for f in files]  # as the pipeline reads what the walk found
+    assert result.status == "failed" and "link" in result.reason
+    assert all(uri_to_path(d.source_uri) != secret for d in fast.index.list_documents(""))

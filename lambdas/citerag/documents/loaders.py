@@ -76,6 +76,9 @@ def load_bytes(
     max_pages: int = DEFAULT_MAX_PAGES,
 ) -> LoadedDocument:
     """Load a document from bytes (used for local files and S3 objects alike)."""
+    # A file name that is not UTF-8 ("bad_\xff.txt") arrives with surrogate escapes, which no encoder takes: the
+    # title made of it failed the embedding cache and stopped the whole ingest. Shown with U+FFFD instead.
+    name = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     kind = kind or kind_for(name)
     if not data:
         raise DocumentError("file is empty")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -36,19 +37,29 @@ def expand_paths(roots: list[Path]) -> tuple[list[Path], list[IngestResult]]:
             files.extend(walked)
             results.extend(problems)
         elif root.exists() or root.is_symlink() or root.suffix:
-            files.append(root)  # named by the user: checked when it is read
+            # Named by the user, a link is followed: to its file, now, so what is read later is never a link
+            # (`read_regular_file` opens none). Checked when it is read.
+            target = _resolved(root)
+            if target is None:
+                results.append(IngestResult(source=str(root), status="skipped", reason=LOOP))
+            else:
+                files.append(target)
         else:
             results.append(IngestResult(source=str(root), status="failed", reason="no such file or folder"))
     # A document is its resolved file: a link beside its target, or a file named twice (a folder and a file in it),
     # is read once, not once per name (it was reported "added" twice and counted as two).
-    seen: set[Path] = set()
-    unique = []
-    for f in files:
-        key = f.resolve() if f.exists() else f
-        if key not in seen:
-            seen.add(key)
-            unique.append(f)
-    return unique, results
+    return list(dict.fromkeys(files)), results
+
+
+LOOP = "a link that leads back to itself (a symlink loop); not followed"
+
+
+def _resolved(path: Path) -> Path | None:
+    """The file a path names, links followed; None for a loop of links (Python 3.11 raises RuntimeError)."""
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError):
+        return None
 
 
 def _walk(root: Path) -> tuple[list[Path], list[IngestResult]]:
@@ -62,17 +73,21 @@ def _walk(root: Path) -> tuple[list[Path], list[IngestResult]]:
             if name.startswith("."):
                 continue
             p = Path(folder) / name
-            if p.is_symlink():
-                target = p.resolve()
-                if top not in target.parents:
-                    results.append(IngestResult(source=p.absolute().as_uri(), status="skipped",
-                                                reason="a link to a file outside the folder; not followed"))
-                    continue
+            real = _resolved(p)
+            if real is None:
+                results.append(IngestResult(source=p.absolute().as_uri(), status="skipped", reason=LOOP))
+                continue
+            if p.is_symlink() and top not in real.parents:
+                results.append(IngestResult(source=p.absolute().as_uri(), status="skipped",
+                                            reason="a link to a file outside the folder; not followed"))
+                continue
             if p.suffix.lower() not in SUPPORTED_SUFFIXES:
                 results.append(IngestResult(source=p.absolute().as_uri(), status="skipped",
                                             reason=f"unsupported file type {p.suffix or '(no extension)'}"))
                 continue
-            files.append(p)
+            # The file itself, never the link: a name swapped for a link to /etc/passwd after this walk is not
+            # opened (O_NOFOLLOW), where reading by the name followed it out of the folder.
+            files.append(real)
     for exc in errors:
         if isinstance(exc, PermissionError):
             where = exc.filename or str(root)
@@ -84,7 +99,13 @@ def _walk(root: Path) -> tuple[list[Path], list[IngestResult]]:
 def read_regular_file(path: Path, max_bytes: int) -> bytes:
     """The bytes of a regular file, at most max_bytes. Opened without blocking, so a FIFO or a device is refused
     instead of hanging or reading forever; the size is checked on the open file, not on a name that may change."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    # Every path is resolved before it is read (`expand_paths`): one that is a link now was swapped since.
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise DocumentError("became a link after the folder was read; not followed") from None
+        raise
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
@@ -112,4 +133,6 @@ def uri_to_path(uri: str) -> Path | None:
     parsed = urlparse(uri)
     if parsed.scheme != "file":
         return None
-    return Path(unquote(parsed.path))
+    # As Path.as_uri() quoted it: a name that is not UTF-8 comes back byte for byte (surrogate escapes), so the
+    # file is found again (it read as gone, with U+FFFD in its name).
+    return Path(unquote(parsed.path, errors="surrogateescape"))
