@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from pathlib import PurePosixPath
 from urllib.parse import urlparse
 
@@ -24,6 +25,8 @@ def chunk_document(
     for s_index, section in enumerate(doc.sections):
         parent_id = parent_id_for(doc, s_index)
         lang = detect_language(section.text)
+        # A text file's lines, found once: counted from the start again for every chunk, a 100 MB file took hours.
+        lines = _Lines(section.text) if doc.kind == "text" and not section.section else None
         for start, end in chunk_spans(section.text, max_chars=max_chars, overlap_chars=overlap_chars):
             idx = len(chunks)
             chunks.append(
@@ -35,7 +38,7 @@ def chunk_document(
                     source_uri=doc.source_uri,
                     title=doc.title,
                     page=section.page,
-                    section=section.section or (line_range(section.text, start, end) if doc.kind == "text" else None),
+                    section=section.section or (lines.label(start, end) if lines is not None else None),
                     content_hash=doc.content_hash,
                     char_start=start,
                     char_end=end,
@@ -54,6 +57,16 @@ def line_range(text: str, start: int, end: int, first_line: int = 1) -> str:
     headings). `first_line`: the line `text` starts on, when it is a piece of the file."""
     first = first_line + text.count("\n", 0, start)
     return lines_label(first, first_line + text.count("\n", 0, max(start, end - 1)))
+
+
+class _Lines:
+    """Line numbers of offsets in one text, as `line_range` counts them, by bisection over its line breaks."""
+
+    def __init__(self, text: str) -> None:
+        self.breaks = [m.start() for m in re.finditer("\n", text)]
+
+    def label(self, start: int, end: int) -> str:
+        return lines_label(1 + bisect_left(self.breaks, start), 1 + bisect_left(self.breaks, max(start, end - 1)))
 
 
 def lines_label(first: int, last: int) -> str:

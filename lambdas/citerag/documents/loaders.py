@@ -530,8 +530,17 @@ def _load_markdown(data: bytes, name: str, max_pages: int) -> tuple[str | None, 
     sections: list[Section] = []
     buf: list[str] = []
     in_fence = False
+    # The open paragraph's source lines, joined and read once when it ends: read again at every wrapped line, an
+    # 8,000-line paragraph took minutes.
+    para: list[str] = []
+
+    def close_paragraph() -> None:
+        if para:
+            buf[-1] = _strip_md_inline(_inline_html("".join(para)))  # a link or a tag may span its lines
+            para.clear()
 
     def flush() -> None:
+        close_paragraph()
         body = _tidy("\n".join(buf))
         # A heading directly followed by a sub-heading has no body of its own: its title lives on in the
         # heading path of the sections below, and a heading-only chunk would only be search noise.
@@ -558,6 +567,7 @@ def _load_markdown(data: bytes, name: str, max_pages: int) -> tuple[str | None, 
             prose_open = False
             continue
         if fence_mark or line.lstrip().startswith("{{#") or (not in_fence and _MD_LINK_DEFINITION.match(line)):
+            close_paragraph()
             # A fence marker, an mdBook include directive or a link reference definition ("[vec-api]:
             # ../std/vec/struct.Vec.html") is markup, not text a reader sees. The Rust book ends its sections with
             # such lists, which search found for any question about the section's topic and a Japanese question
@@ -573,12 +583,16 @@ def _load_markdown(data: bytes, name: str, max_pages: int) -> tuple[str | None, 
         item = _MD_ITEM.match(quoted) and not re.match(r"^\s*(?:[2-9]|\d{2,})[.)]\s", quoted)
         if prose and prose_open and not item:
             # A paragraph wrapped in the source is one line when rendered: sentences must come out whole.
-            prev = buf[-1].rstrip()
+            para[-1] = para[-1].rstrip()
             new = quoted.strip()
-            joiner = "" if prev and new and (is_cjk(prev[-1]) or is_cjk(new[0])) else " "
-            # Again: a link or an inline tag may span the joined lines.
-            buf[-1] = _strip_md_inline(_inline_html(prev + joiner + new))
+            joiner = "" if para[-1] and new and (is_cjk(para[-1][-1]) or is_cjk(new[0])) else " "
+            para.append(joiner + new)
+        elif prose:
+            close_paragraph()
+            buf.append(quoted)
+            para.append(quoted)
         else:
+            close_paragraph()
             buf.append(quoted if in_fence else _strip_md_inline(_inline_html(quoted)))  # code is shown as written
         prose_open = prose
     flush()
