@@ -271,7 +271,9 @@ def test_a_name_that_is_not_utf8_and_a_loop_of_links_fail_alone(fast, tmp_path):
     (folder / "good.txt").write_text("The pump is descaled every 90 days.\n")
     (folder / "loop1.txt").symlink_to("loop2.txt")
     (folder / "loop2.txt").symlink_to("loop1.txt")
+    (folder / "etc").symlink_to("/etc")  # a linked folder is not walked, and says so
     results = {Path(uri_to_path(r.source) or r.source).name: r for r in fast.ingestor().ingest_paths([folder])}
+    assert results["etc"].status == "skipped" and "a link to a folder" in results["etc"].reason
     assert results["good.txt"].status == "added" and results[os.fsdecode(b"bad_\xff.txt")].status == "added"
     assert results["loop1.txt"].status == "skipped" and "symlink loop" in results["loop1.txt"].reason
     docs = {d.title: d for d in fast.index.list_documents("")}

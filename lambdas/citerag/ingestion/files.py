@@ -69,6 +69,10 @@ def _walk(root: Path) -> tuple[list[Path], list[IngestResult]]:
     errors: list[OSError] = []
     for folder, dirs, names in os.walk(root, onerror=errors.append):  # os.walk never descends into linked folders
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for d in dirs:
+            if (Path(folder) / d).is_symlink():  # said, not skipped in silence
+                results.append(IngestResult(source=(Path(folder) / d).absolute().as_uri(), status="skipped",
+                                            reason="a link to a folder; not followed"))
         for name in sorted(names):
             if name.startswith("."):
                 continue
