@@ -112,6 +112,7 @@ class Ingestor:
         return _written(prepared)
 
     def ingest_path(self, path: Path) -> IngestResult:
+        """One file, as `expand_paths` gives it (resolved): a path that is a link is not followed."""
         got = self._read(path)
         return got if isinstance(got, IngestResult) else self.ingest_bytes(got[0], got[1], path.name)
 
