@@ -272,7 +272,14 @@ def test_a_device_is_refused_not_read_forever(fast, tmp_path):
     named.symlink_to("/dev/zero")
     t0 = time.perf_counter()
     (r,) = fast.ingestor().ingest_paths([named])  # named by the user: the link is followed, to the device
-    assert r.status == "failed" and "regular file" in r.reason and time.perf_counter() - t0 < 5
+    assert r.status == "failed" and r.source == "file:///dev/zero" and time.perf_counter() - t0 < 5
+    from pathlib import Path
+
+    from citerag.errors import DocumentError
+    from citerag.ingestion.files import read_regular_file
+
+    with pytest.raises(DocumentError, match="regular file"):  # opened, never read to its end
+        read_regular_file(Path("/dev/zero"), 1_000_000)
 
 
 def test_a_fifo_is_skipped_instead_of_hanging(fast, tmp_path):
