@@ -76,6 +76,25 @@ def test_document_text_is_not_interpreted_in_docs_and_chat(tmp_path):
         assert "[bold red]" in r.output  # shown as text, not turned into colour
 
 
+def test_a_name_that_is_not_utf8_prints_on_a_strict_terminal(tmp_path):
+    # Under PYTHONIOENCODING=utf-8 (or LANG=en_US.UTF-8) the name's surrogate escapes failed the print, after the
+    # index had been written.
+    import os
+    import subprocess
+    import sys
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / os.fsdecode(b"bad_\xff.txt")).write_text("The launch window opens at dawn.\n")
+    env = {**os.environ, "CITERAG_EMBEDDER": "hashing", "CITERAG_DATA_DIR": str(tmp_path / "data"),
+           "PYTHONIOENCODING": "utf-8"}
+    for args in (["ingest", str(folder)], ["docs"]):
+        done = subprocess.run([sys.executable, "-c", "from citerag.command import main; main()", *args],
+                              capture_output=True, text=True, env=env, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert "bad_\ufffd.txt" in done.stdout
+
+
 def test_emoji_codes_bidi_overrides_and_line_breaks_in_names_are_shown_as_data(tmp_path):
     # ":x:" was printed as an emoji inside a quote, U+202E reordered the terminal's line, and a name holding a
     # line break printed a line of its own.

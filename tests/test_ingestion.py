@@ -297,3 +297,25 @@ def test_a_file_swapped_for_a_link_after_the_walk_is_not_followed(fast, tmp_path
     (result,) = [fast.ingestor().ingest_path(f) for f in files]  # as the pipeline reads what the walk found
     assert result.status == "failed" and "link" in result.reason
     assert all(uri_to_path(d.source_uri) != secret for d in fast.index.list_documents(""))
+
+
+def test_a_link_is_typed_and_titled_by_its_own_name(fast, tmp_path):
+    # Read as the file it resolves to, a link into a store of extensionless blobs was "unsupported file type", and a
+    # dangling link was reported under its target's name.
+    folder = tmp_path / "docs"
+    (folder / "store").mkdir(parents=True)
+    (folder / "store" / "blob1").write_text("# Pump guide\n\nThe pump is descaled every 90 days.\n")
+    (folder / "guide.md").symlink_to(folder / "store" / "blob1")
+    (folder / "broken.txt").symlink_to(folder / "nowhere.txt")
+    outcome = {Path(uri_to_path(r.source) or r.source).name: r for r in fast.ingestor().ingest_paths([folder])}
+    assert outcome["blob1"].status == "added"  # read through guide.md, as Markdown
+    assert outcome["broken.txt"].status == "failed" and "no such file" in outcome["broken.txt"].reason
+    titles = {d.title for d in fast.index.list_documents("")}
+    assert "Pump guide" in titles
+    (tmp_path / "ext").mkdir()
+    (tmp_path / "ext" / "blob2").write_text("The valve opens at 3 bar.\n")
+    named = tmp_path / "named.txt"
+    named.symlink_to(tmp_path / "ext" / "blob2")
+    (result,) = fast.ingestor().ingest_paths([named])  # named by the user: typed as text by its own name
+    assert result.status == "added", result.reason
+    assert "named" in {d.title for d in fast.index.list_documents("")}

@@ -230,6 +230,8 @@ def display(uri: str) -> str:
             name = str(p.relative_to(Path.cwd()))
         except ValueError:
             name = str(p)
+    # A name that is not UTF-8 comes back with surrogate escapes, which a strict terminal encoding refuses.
+    name = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     return name.replace("\r", "\\r").replace("\n", "\\n")
 
 

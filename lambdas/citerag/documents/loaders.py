@@ -585,7 +585,9 @@ def _load_markdown(data: bytes, name: str, max_pages: int) -> tuple[str | None, 
             # A paragraph wrapped in the source is one line when rendered: sentences must come out whole.
             para[-1] = para[-1].rstrip()
             new = quoted.strip()
-            joiner = "" if para[-1] and new and (is_cjk(para[-1][-1]) or is_cjk(new[0])) else " "
+            # Decided on the text as shown, markup aside ("**日本語**" / "**です**。" join with none).
+            last = _strip_md_inline(_inline_html(para[-1])).rstrip()
+            joiner = "" if last and new and (is_cjk(last[-1]) or is_cjk(new[0])) else " "
             para.append(joiner + new)
         elif prose:
             close_paragraph()

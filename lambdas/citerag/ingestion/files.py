@@ -26,15 +26,25 @@ class IngestResult(BaseModel):
 
 
 def expand_paths(roots: list[Path]) -> tuple[list[Path], list[IngestResult]]:
-    """Files to ingest and results for paths that cannot be. Folders are walked without following links out of
-    them (a link to ~/.aws/credentials inside a folder must not make it searchable); hidden entries are skipped;
-    only regular files are read (a FIFO would hang, /dev/zero never ends)."""
+    """Files to ingest (resolved) and results for paths that cannot be; see `expand_named_paths`."""
+    files, results, _ = expand_named_paths(roots)
+    return files, results
+
+
+def expand_named_paths(roots: list[Path]) -> tuple[list[Path], list[IngestResult], dict[Path, str]]:
+    """Files to ingest, results for paths that cannot be, and the name each file was given where that differs
+    (a link's: its type and title come from the name the user sees, not from a content store's "blob1"). Folders
+    are walked without following links out of them (a link to ~/.aws/credentials inside a folder must not make it
+    searchable); hidden entries are skipped; only regular files are read (a FIFO would hang, /dev/zero never
+    ends)."""
     files: list[Path] = []
+    names: dict[Path, str] = {}
     results: list[IngestResult] = []
     for root in roots:
         if root.is_dir():
-            walked, problems = _walk(root)
+            walked, problems, walked_names = _walk(root)
             files.extend(walked)
+            names.update(walked_names)
             results.extend(problems)
         elif root.exists() or root.is_symlink() or root.suffix:
             # Named by the user, a link is followed: to its file, now, so what is read later is never a link
@@ -42,13 +52,16 @@ def expand_paths(roots: list[Path]) -> tuple[list[Path], list[IngestResult]]:
             target = _resolved(root)
             if target is None:
                 results.append(IngestResult(source=str(root), status="skipped", reason=LOOP))
-            else:
+            elif target.exists():
                 files.append(target)
+                names.setdefault(target, root.name)
+            else:
+                files.append(root)  # reported as "no such file" under the name given
         else:
             results.append(IngestResult(source=str(root), status="failed", reason="no such file or folder"))
     # A document is its resolved file: a link beside its target, or a file named twice (a folder and a file in it),
     # is read once, not once per name (it was reported "added" twice and counted as two).
-    return list(dict.fromkeys(files)), results
+    return list(dict.fromkeys(files)), results, {f: n for f, n in names.items() if n != f.name}
 
 
 LOOP = "a link that leads back to itself (a symlink loop); not followed"
@@ -62,8 +75,9 @@ def _resolved(path: Path) -> Path | None:
         return None
 
 
-def _walk(root: Path) -> tuple[list[Path], list[IngestResult]]:
+def _walk(root: Path) -> tuple[list[Path], list[IngestResult], dict[Path, str]]:
     files: list[Path] = []
+    given: dict[Path, str] = {}
     results: list[IngestResult] = []
     top = root.resolve()
     errors: list[OSError] = []
@@ -89,15 +103,19 @@ def _walk(root: Path) -> tuple[list[Path], list[IngestResult]]:
                 results.append(IngestResult(source=p.absolute().as_uri(), status="skipped",
                                             reason=f"unsupported file type {p.suffix or '(no extension)'}"))
                 continue
+            if not real.exists():
+                files.append(p)  # a dangling link: "no such file", under its own name
+                continue
             # The file itself, never the link: a name swapped for a link to /etc/passwd after this walk is not
             # opened (O_NOFOLLOW), where reading by the name followed it out of the folder.
             files.append(real)
+            given.setdefault(real, p.name)
     for exc in errors:
         if isinstance(exc, PermissionError):
             where = exc.filename or str(root)
             results.append(IngestResult(source=str(where), status="failed",
                                         reason="cannot read folder: permission denied"))
-    return files, results
+    return files, results, given
 
 
 def read_regular_file(path: Path, max_bytes: int) -> bytes:

@@ -32,7 +32,7 @@ from citerag.documents.loaders import kind_for, load_bytes
 from citerag.documents.model import Chunk, LoadedDocument, content_hash_of, doc_id_for
 from citerag.documents.text import normalize
 from citerag.errors import CiteragError, DependencyError, DiskFullError, DocumentError
-from citerag.ingestion.files import IngestResult, expand_paths, read_regular_file, uri_to_path
+from citerag.ingestion.files import IngestResult, expand_named_paths, read_regular_file, uri_to_path
 from citerag.ingestion.progress import IngestProgress, ProgressTracker
 from citerag.search.ports import DocumentInfo, Embedder, Record, VectorIndex
 from citerag.search.sparse import DEFAULT_TOKENS, BM25Tokens, CorpusStats, encode_document
@@ -116,10 +116,11 @@ class Ingestor:
         got = self._read(path)
         return got if isinstance(got, IngestResult) else self.ingest_bytes(got[0], got[1], path.name)
 
-    def _read(self, path: Path) -> IngestResult | tuple[bytes, str]:
+    def _read(self, path: Path, name: str | None = None) -> IngestResult | tuple[bytes, str]:
+        """`name`: the name the file was given (a link's), which says its type."""
         uri = path.resolve().as_uri() if path.exists() else path.absolute().as_uri()
         try:
-            kind_for(path.name)
+            kind_for(name or path.name)
             if not path.exists():
                 raise DocumentError("no such file")
             if path.is_dir():
@@ -225,13 +226,13 @@ class Ingestor:
         """Ingest files and folders. `on_file` hears about each file as soon as its outcome is known (failures
         first, as they happen), `on_progress` after every batch of passages."""
         roots = [Path(p) for p in paths]
-        files, problems = expand_paths(roots)
+        files, problems, names = expand_named_paths(roots)
         if on_start:
             on_start(len(files))
         for r in problems:
             if on_file:
                 on_file(r)
-        run = _PipelineRun(self, files, on_file, on_progress)
+        run = _PipelineRun(self, files, on_file, on_progress, names)
         results = problems + run.execute()
         if sync and not run.stopped_by_full_disk:
             results.extend(self._sync(roots))
@@ -260,7 +261,9 @@ class _PipelineRun:
 
     _DONE = object()
 
-    def __init__(self, ing: Ingestor, files: list[Path], on_file, on_progress) -> None:
+    def __init__(self, ing: Ingestor, files: list[Path], on_file, on_progress,
+                 names: dict[Path, str] | None = None) -> None:
+        self.names = names or {}  # the name a file was given, where it differs (a link's)
         self.ing = ing
         self.files = files
         self.on_file = on_file
@@ -295,11 +298,12 @@ class _PipelineRun:
             for n, path in enumerate(self.files):
                 if self.stop.is_set():
                     break
-                got = self.ing._read(path)
+                name = self.names.get(path, path.name)
+                got = self.ing._read(path, name)
                 if isinstance(got, tuple):
                     data, uri = got
                     try:
-                        got = self.ing._prepare(data, uri, path.name, order=n)
+                        got = self.ing._prepare(data, uri, name, order=n)
                     except CiteragError as exc:
                         got = _failed(uri, exc)
                     if isinstance(got, IngestResult):
