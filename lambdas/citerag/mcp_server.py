@@ -23,11 +23,11 @@ from typing import Any
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from citerag.citations.search_tool import RETRY_ATTRIBUTE, TURN_ATTRIBUTE, access_filter
+from citerag.citations.search_tool import RETRY_ATTRIBUTE, TURN_ATTRIBUTE, access_filter, may_see
 from citerag.citations.tool import FUNCTION_DESCRIPTION, FUNCTION_NAME, INSTRUCTION, input_schema
 from citerag.errors import CiteragError
 from citerag.runtimes.agentcore.events import MAX_PROMPT_CHARS, TurnRequest, new_session_id
-from citerag.search.filters import matches, unknown_keys, validate
+from citerag.search.filters import unknown_keys, validate
 
 RETRY_WINDOW_S = 120.0
 
@@ -65,14 +65,11 @@ def _visible_keys(components, session: dict[str, str]) -> list[str]:
     """The metadata keys of the documents this session may see: a key only another tenant's documents carry is
     not named to it (it would tell what they are labelled with)."""
     index, ns = components.index, components.settings.namespace
-    try:
-        visible = access_filter(session, components.search_tool().config)
-    except PermissionError:
-        return []
+    visible = may_see(session, components.search_tool().config)
     keys: set[str] = set()
     for doc in index.list_documents(ns):
         metadata = index.document_metadata(doc.doc_id, ns)
-        if matches(visible, metadata):
+        if visible(metadata):
             keys.update(metadata)
     return sorted(keys)
 

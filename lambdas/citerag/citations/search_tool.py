@@ -231,6 +231,16 @@ def access_filter(session: dict[str, str], cfg: SearchToolConfig) -> dict[str, A
     return flt_mod.combine(tenant_part, groups_part)
 
 
+def may_see(session: dict[str, str], cfg: SearchToolConfig) -> Callable[[dict[str, Any]], bool]:
+    """Whether this session may see a document, by its metadata: what `access_filter` lets search return (a
+    session that may see nothing sees no document)."""
+    try:
+        visible = access_filter(session, cfg)
+    except PermissionError:
+        return lambda _metadata: False
+    return lambda metadata: flt_mod.matches(visible, metadata)
+
+
 def _access_id(value: Any, name: str) -> str:
     text = value.strip() if isinstance(value, str) else ""
     if not text or text.lower() in _NOT_AN_ID:

@@ -231,8 +231,9 @@ def display(uri: str) -> str:
         except ValueError:
             name = str(p)
     # A name that is not UTF-8 comes back with surrogate escapes, which a strict terminal encoding refuses.
-    name = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    return name.replace("\r", "\\r").replace("\n", "\\n")
+    from citerag.documents.text import encodable
+
+    return encodable(name).replace("\r", "\\r").replace("\n", "\\n")
 
 
 def parse_meta(items: list[str], option: str = "--meta") -> dict[str, Any]:

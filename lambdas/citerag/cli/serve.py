@@ -17,14 +17,13 @@ import typer
 
 from citerag.citations.answer import related_wire
 from citerag.citations.extractive import NOT_FOUND_OPENINGS
-from citerag.citations.search_tool import access_filter
+from citerag.citations.search_tool import may_see
 from citerag.citations.verified import FALLBACK
 from citerag.cli.common import IndexOpt, NamespaceOpt, app, err, errors, open_index, port_free
 from citerag.documents.chunking import first_line, line_bounds
 from citerag.documents.encodings import decode_text
 from citerag.documents.text import resolve_overstrike
 from citerag.errors import CiteragError
-from citerag.search import filters as flt_mod
 from citerag.search.passage import location
 from citerag.search.query import analyze
 
@@ -113,15 +112,6 @@ def says_not_found(text: str) -> bool:
     return text.strip().startswith((*NOT_FOUND_OPENINGS, *FALLBACK.values()))
 
 
-def _hostname(value: str) -> str | None:
-    """The host of a Host header ("[::1]:8765", "localhost:8765"), lower-cased; None when it has none."""
-    try:
-        name = urlsplit(f"//{value}").hostname
-    except ValueError:
-        return None
-    return name.lower() if name else None
-
-
 def _address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     try:
         address = ipaddress.ip_address(host)
@@ -172,7 +162,7 @@ def _only_for(app, bound: str):
         if scope["type"] == "http":
             headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
             host_header = headers.get("host", "")
-            if not allowed(_hostname(host_header)):
+            if not allowed(_origin_of(host_header, "http")[0]):
                 await PlainTextResponse(f"this server answers requests for {said} only",
                                         status_code=421)(scope, receive, send)
                 return
@@ -200,18 +190,14 @@ def build_app(comps, host: str = "127.0.0.1"):
 
     session: dict[str, str] = {}  # the page's session carries no tenant or groups: it sees public documents
     ask = _answerer(comps, "local", session)
-    try:
-        visible = access_filter(session, comps.search_tool().config)
-        sees_any = True
-    except PermissionError:  # CITERAG_ACL_REQUIRED: a session without a tenant sees nothing
-        visible, sees_any = None, False
+    visible = may_see(session, comps.search_tool().config)
 
     def known_file(uri: str) -> Path | None:
         """A document of this index the page's session may read, as search would let it: a tenant's or a group's
         file is no more served than it is cited."""
         ns = comps.settings.namespace
         doc = comps.index.find_by_uri(uri, ns)
-        if doc is None or not sees_any or not flt_mod.matches(visible, comps.index.document_metadata(doc.doc_id, ns)):
+        if doc is None or not visible(comps.index.document_metadata(doc.doc_id, ns)):
             return None
         path = uri_to_path(uri)
         return path if path and path.is_file() else None

@@ -17,7 +17,7 @@ from typing import Any
 
 from citerag.documents.encodings import decode_text
 from citerag.documents.model import LoadedDocument, Section, content_hash_of, doc_id_for
-from citerag.documents.text import is_cjk, mark_unmapped_glyphs, resolve_overstrike
+from citerag.documents.text import encodable, is_cjk, mark_unmapped_glyphs, resolve_overstrike
 from citerag.errors import DocumentError
 
 SUPPORTED_SUFFIXES = {
@@ -78,7 +78,7 @@ def load_bytes(
     """Load a document from bytes (used for local files and S3 objects alike)."""
     # A file name that is not UTF-8 ("bad_\xff.txt") arrives with surrogate escapes, which no encoder takes: the
     # title made of it failed the embedding cache and stopped the whole ingest. Shown with U+FFFD instead.
-    name = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    name = encodable(name)
     kind = kind or kind_for(name)
     if not data:
         raise DocumentError("file is empty")
