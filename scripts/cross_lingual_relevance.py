@@ -23,9 +23,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from citerag.citations.extractive import ANSWER_MIN_SCORE
+from citerag.answerer.extractive import ANSWER_MIN_SCORE
+from citerag.answerer.ranking import rank_sentences
 from citerag.citations.payload import pack_passages
-from citerag.citations.ranking import rank_sentences
 from citerag.components import Components
 from citerag.documents.loaders import load_path
 from citerag.search.query import analyze

@@ -5,8 +5,8 @@ from collections import Counter
 
 import pytest
 
-from citerag.citations.extractive import ANSWER_MIN_SCORE, _repeats, pick_sentences
-from citerag.citations.question_kinds import (
+from citerag.answerer.extractive import ANSWER_MIN_SCORE, _repeats, pick_sentences
+from citerag.answerer.question_kinds import (
     WANTS_OPTION,
     expansion_evidence,
     kind_evidence,
@@ -14,9 +14,9 @@ from citerag.citations.question_kinds import (
     reason_evidence,
     sibling_evidence,
 )
-from citerag.citations.ranking import does_what_asked, rank_sentences
+from citerag.answerer.ranking import does_what_asked, rank_sentences
+from citerag.answerer.terms import compound_terms
 from citerag.citations.statements import ends_statement, is_command_line, runs_into_command, split_statements
-from citerag.citations.terms import compound_terms
 from citerag.search.passage import Passage
 from citerag.search.query import analyze
 from citerag.search.sparse import CorpusStats, term_id, tokenize
@@ -107,7 +107,7 @@ def test_nothing_relevant_gives_no_sentences():
 def test_a_heading_or_a_mid_sentence_fragment_is_not_the_answer():
     # Issue 11: "how long is the patent license?" was answered with the heading "Grant of Patent License."
     # (Apache License 2.0, section 3), and chunk boundaries gave answers starting mid-sentence.
-    from citerag.citations.extractive import pick_sentences
+    from citerag.answerer.extractive import pick_sentences
     from citerag.search.passage import Passage
 
     section = ("3. Grant of Patent License. Subject to the terms and conditions of this License, each Contributor "
@@ -1479,3 +1479,10 @@ def test_a_japanese_sentence_full_of_commands_and_identifiers_answers_a_japanese
     # other language than the question's lost these answers, so a Japanese page's sentences all stay candidates.
     page = [Passage(source_id="S1", title="ガイド", lang="ja", text=sentence)]
     assert [p.sentence for p in pick_sentences(question, page, min_score=0.3)] == [sentence]
+
+
+def test_an_ellipsis_on_a_line_of_its_own_is_no_statement():
+    # A PDF manual elides its examples with "…" lines: the empty statement they left crashed the answerer.
+    assert split_statements("…\n続きの文です。", lines_wrap=True) == ["続きの文です。"]
+    assert split_statements("文章の途中\n … \n次の文。", lines_wrap=True) == ["文章の途中次の文。"]  # a wrap
+    assert split_statements("これは文です。…\n…\n次の行", lines_wrap=True)[0].startswith("これは文です。")

@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from citerag.bench import answers as ab
-from citerag.citations.answer import Answer, Citation
-from citerag.citations.extractive import (
+from citerag.answerer.extractive import (
     ANSWER_MIN_SCORE,
     UNKNOWN_KANA_WORD_MIN_SCORE,
     UNKNOWN_WORD_MIN_SCORE,
     pick_sentences,
 )
-from citerag.citations.ranking import rank_sentences
+from citerag.answerer.ranking import rank_sentences
+from citerag.bench import answers as ab
+from citerag.citations.answer import Answer, Citation
 from citerag.citations.statements import split_statements
 from citerag.cli import app
 from citerag.errors import CiteragError
@@ -467,7 +467,7 @@ def test_a_wrong_answer_says_where_its_fact_was_among_what_the_answerer_read(tmp
 
 
 def test_a_fact_search_never_gave_and_a_fact_the_gate_refused_are_told_apart():
-    from citerag.citations.extractive import Answering
+    from citerag.answerer.extractive import Answering
 
     q = ab.Question(id="en-1", lang="en", question="How long is the patent license?", answerable=True,
                     answers=["perpetual"], file="LICENSE")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from citerag.citations.extractive import NOT_FOUND, not_found
+from citerag.answerer.extractive import NOT_FOUND, not_found
 from citerag.cli import app
 from citerag.components import Components
 from citerag.search.passage import Passage

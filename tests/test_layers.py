@@ -18,6 +18,7 @@ LAYER = {
     "documents": 1,
     "search": 2,
     "ingestion": 3, "citations": 3,  # the two cores: each imports the search core, neither the other
+    "answerer": 3.5,  # the offline answerer: a stand-in for a model over the citation core
     "adapters": 4,
     "traces": 5,
     "runtimes": 6,
@@ -26,7 +27,8 @@ LAYER = {
     "testing": 8.5,  # doubles: imported only by tests, benches and the CLI (rule below)
     "handlers": 9,
     "agentcore_app": 9,  # the AgentCore Runtime entry point (BedrockAgentCoreApp)
-    "mcp_server": 9,  # `citerag mcp`: the MCP server over the embedded index
+    "answerers": 9.5,  # the one face ask, chat, serve, MCP and the benches call
+    "mcp_server": 9.6,  # `citerag mcp`: the MCP server over the embedded index
     "bench": 10,
     "cli": 11,
     "command": 12,  # the `citerag` entry point: the CLI, or a line naming the extra it needs

@@ -350,7 +350,7 @@ def test_myst_roles_footnote_marks_and_autolinks_read_as_rendered():
     # In a code span it is what the document prints: a regular expression, an address written as is.
     text = _markdown_text("# Regex\n\nUse `[^0-9]` to match anything but a digit, not `<https://x.example>`; "
                           "``[^a`b]`` holds a backtick.\n")
-    assert "Use [^0-9] to match anything but a digit, not <https://x.example>; [^ab] holds a backtick." in text
+    assert "Use [^0-9] to match anything but a digit, not <https://x.example>; [^a`b] holds a backtick." in text
 
 
 def _bold(word: str) -> str:
@@ -657,3 +657,25 @@ def test_navigation_left_open_never_takes_the_rest_of_the_page(page):
     # dropped every word after it (and a stray </nav> ended a skip that had not begun).
     doc = load_bytes(page.encode(), "file:///x.html", "x.html")
     assert "Replace the filter every year." in " ".join(s.text for s in doc.sections)
+
+
+def test_a_definition_lists_term_stays_with_its_description():
+    # man2html writes an option as <dt> and what it does as <dd>: on lines of their own, "which option…" found the
+    # description without the option it describes.
+    page = ("<html><body><h1>tr</h1><dl><dt>-C | -capitalize</dt>\n<dd>Capitalize the first letter of each word.</dd>"
+            "<dt>-d</dt><dd><p>Delete characters.</p><p>A second paragraph.</p></dd>"
+            "<dt>終了</dt><dd>プログラムを終了します。</dd></dl><p>After.</p></body></html>")
+    doc = load_bytes(page.encode(), "file:///tr.html", "tr.html")
+    lines = [line for line in doc.sections[-1].text.splitlines() if line]
+    assert "-C | -capitalize: Capitalize the first letter of each word." in lines
+    assert "-d: Delete characters." in lines and "A second paragraph." in lines
+    assert "終了：プログラムを終了します。" in lines and "After." in lines
+
+
+def test_a_code_span_keeps_its_underscores_and_strong_marks_go_only_at_word_edges():
+    text = ("# t\n\nDefine `__attrs_post_init__` to run code. Also __attrs_pre_init__ runs first. This is **bold**, "
+            "a snake__case word and ``a`b``.\n")
+    body = load_bytes(text.encode(), "file:///x.md", "x.md").sections[-1].text
+    assert "Define __attrs_post_init__ to run code." in body
+    assert "Also attrs_pre_init runs first." in body  # CommonMark reads bare __x__ as strong emphasis
+    assert "This is bold, a snake__case word and a`b." in body

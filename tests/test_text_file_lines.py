@@ -9,9 +9,9 @@ import json
 import pytest
 from typer.testing import CliRunner
 
+from citerag.answerer.extractive import Picked
 from citerag.citations.answer import compose
 from citerag.citations.excerpts import as_source
-from citerag.citations.extractive import Picked
 from citerag.cli import app
 from citerag.documents.chunking import chunk_document
 from citerag.documents.loaders import load_path
@@ -67,8 +67,9 @@ def test_a_markdown_heading_that_reads_like_a_line_range_is_a_heading():
 def test_two_sentences_cited_to_one_source_give_it_the_lines_of_both():
     p = passage()
     answer = compose([Picked("S1", "Intro.", 1.0), Picked("S1", "The end.", 1.0)], {"S1": p})
-    # The list of sources names the source once, with the lines of both; each citation opens at its own sentence.
-    assert answer.sources[0].section == "lines 3-7" and answer.sources[0].excerpt == "Intro."
+    # The list of sources names the source once, with the lines and the sentences of both; each citation opens at
+    # its own sentence.
+    assert answer.sources[0].section == "lines 3-7" and answer.sources[0].excerpt == "Intro. … The end."
     assert [(s.section, s.excerpt) for c in answer.citations for s in c.sources] == [
         ("line 3", "Intro."), ("line 7", "The end.")]
     first = as_source(p, "Intro.")
@@ -203,3 +204,25 @@ def test_a_shift_jis_file_opens_at_its_cited_line_in_its_own_encoding(tmp_path):
     cited = {c.text: c.section for c in chunk_document(load_path(tmp_path / "t.txt"), max_chars=12, overlap_chars=0)}
     assert cited["交換時期は1年です。"] == "line 2"
     assert "<span id='L2' class='cited'><i>2</i>交換時期は1年です。</span>" in numbered_lines(data, 2, 2)
+
+
+def test_a_quote_is_cut_between_sentences_never_inside_one():
+    from citerag.citations.excerpts import EXCERPT_CHARS, cut
+
+    long_first = "The function returns the DER encoding of the value for an ASN.1 structure " + "x" * 300 + "."
+    assert cut(long_first) == long_first  # shown whole, not "…for an ASN."
+    two = "First sentence ends here. " * 20
+    kept = cut(two)
+    assert len(kept) <= EXCERPT_CHARS and kept.endswith("here.")
+
+
+def test_a_source_cited_for_two_sentences_quotes_both():
+    from citerag.citations.answer import compose
+    from citerag.citations.excerpts import QUOTE_JOINER
+
+    passage = Passage(text="Error E5 means the fan motor is blocked. Clean the fan. Then restart the unit.",
+                      uri="file:///m.txt", title="m", source_id="S1")
+    answer = compose([Picked("S1", "Error E5 means the fan motor is blocked.", 1.0),
+                      Picked("S1", "Then restart the unit.", 0.9)], {"S1": passage})
+    assert answer.sources[0].excerpt.split(QUOTE_JOINER) == ["Error E5 means the fan motor is blocked.",
+                                                             "Then restart the unit."]

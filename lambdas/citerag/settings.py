@@ -125,10 +125,13 @@ class Settings(BaseSettings):
     store_prefix: str = "citerag/"
     rerank_model_arn: str | None = None
     dlq_url: str | None = Field(None, description="ingest: permanent failures are sent here with their reason")
-    # The embedded answerer abstains ("the documents do not answer") when no sentence scores this much as an answer
-    # (IDF share of the question's terms + the model's cosine + question-type evidence). None: the value tuned on
-    # the answer benchmark's dev split, per language, for the bundled model (README "Answers you can trust"); a
-    # number applies to every language; 0 turns it off.
+    # When the embedded answerer abstains ("the documents do not answer"): "learned" (the answerability model,
+    # docs/answers.md), "rules" (the hand-set thresholds), "off" (always answer with the best sentences). A number
+    # in answer_min_score sets the rules' threshold for every language (0: off).
+    answer_gate: Literal["learned", "rules", "off"] = "learned"
+    # Ingest embeds every statement the answerer may weigh (about as much work again as the passages), so a first
+    # answer embeds only the question; false leaves that to each first question.
+    answer_vectors_at_ingest: bool = True
     answer_min_score: float | None = Field(None, ge=0.0, le=5.0)
     # Local agent runtime: a Bedrock model id for Converse (used when boto3 finds AWS credentials), else the
     # embedded extractive model.

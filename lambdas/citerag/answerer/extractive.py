@@ -8,12 +8,14 @@ that the documents do not answer when no passage passes the relevance threshold.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
-from citerag.citations.question_kinds import (
+from citerag.answerer.question_kinds import (
     NAMES,
     OPTION,
     TYPE,
@@ -25,7 +27,7 @@ from citerag.citations.question_kinds import (
     number_evidence,
     reason_evidence,
 )
-from citerag.citations.ranking import (
+from citerag.answerer.ranking import (
     ASKS_FOR_CODE,
     Candidate,
     Similarity,
@@ -33,8 +35,9 @@ from citerag.citations.ranking import (
     rank_sentences,
     shows_code,
 )
+from citerag.answerer.terms import FILLER_IDS, content_terms, terms_of, unknown_words
+from citerag.citations.decision import Decision, Reason, Weighed
 from citerag.citations.statements import is_command_line, is_row
-from citerag.citations.terms import FILLER_IDS, content_terms, terms_of, unknown_words
 from citerag.documents.text import detect_language, is_cjk, normalize, one_line
 from citerag.search.passage import Passage
 from citerag.search.query import Query
@@ -58,14 +61,20 @@ TITLE_CHARS = 80
 NOT_FOUND_OPENINGS = (*NOT_FOUND.values(), *(m.split("{titles}")[0] for m in _ELSEWHERE.values()))
 
 
+def in_other_language(lang: str, passages: list[Passage]) -> bool:
+    """Whether the relevant passages are all in the other language than the question's (and there are some)."""
+    relevant = [p for p in passages if p.relevant]
+    return bool(relevant) and lang in NOT_FOUND and all(p.lang in NOT_FOUND and p.lang != lang for p in relevant)
+
+
 def not_found(lang: str, passages: list[Passage]) -> str:
     """What to say when no sentence answers: NOT_FOUND, naming the documents in the other language when the relevant
     passages are all in it (a Japanese question over an English manual)."""
     lang = lang if lang in NOT_FOUND else "en"
-    relevant = [p for p in passages if p.relevant]
-    if not relevant or any(p.lang == lang for p in relevant) or any(p.lang not in NOT_FOUND for p in relevant):
+    if not in_other_language(lang, passages):
         return NOT_FOUND[lang]
-    titles = list(dict.fromkeys(one_line(p.title)[:TITLE_CHARS] for p in relevant if one_line(p.title)))[:2]
+    titles = list(dict.fromkeys(one_line(p.title)[:TITLE_CHARS] for p in passages if p.relevant
+                                and one_line(p.title)))[:2]
     separator = "、" if lang == "ja" else ", "
     return _ELSEWHERE[lang].format(titles=separator.join(titles) or "?")
 
@@ -244,16 +253,6 @@ def _of_the_asked_kind(query: Query, candidates: list[Candidate]) -> list[Candid
     return candidates
 
 
-def _unknown_word_floor(query: Query, stats: CorpusStats | None, latin: float) -> float:
-    """The score the best sentence needs when the question names a word no indexed passage holds."""
-    # Asked for a command, a function or a method, a katakana word is a technical term ("ナイトリー版をインストール
-    # するコマンド", "ツールチェーンの一覧を表示するコマンド"), whose absence weighs as a Latin identifier's does.
-    # Not in any question of how to do something ("…を調べる方法は"), where it may be spelt another way ("マシン",
-    # "マシーン").
-    kana = latin if ASKS_FOR_CODE.search(query.text) else UNKNOWN_KANA_WORD_MIN_SCORE
-    return max((latin if w.isascii() else kana for w in unknown_words(query, stats)), default=0.0)
-
-
 def _with_runners_up(best: Candidate, candidates: list[Candidate], about: list[bool],
                      max_sentences: int) -> list[Candidate]:
     """The best candidate and those that score close to it, from passages about what the question names."""
@@ -305,6 +304,129 @@ def _says_what_is_asked(query: Query, picked: list[Candidate]) -> bool:
     return not WANTS_CALLED.search(query.text) or any(NAMES.search(c.text) for c in picked)
 
 
+class Gate(Protocol):
+    """Whether the answer the ranking found is given: (answered, probability, threshold)."""
+
+    def judge(self, lang: str, features: Mapping[str, float]) -> tuple[bool, float | None, float | None]: ...
+
+
+@dataclass(frozen=True)
+class RuleGate:
+    """The hand-set thresholds (`CITERAG_ANSWER_MIN_SCORE`): the best sentence's evidence must reach `min_score`,
+    more when the question names a word no passage holds, and the answer must be about what the question names
+    and say what its kind asks for."""
+
+    min_score: Threshold = 0.0
+    unknown_word_min_score: Threshold | None = None
+
+    def judge(self, lang: str, features: Mapping[str, float]) -> tuple[bool, float | None, float | None]:
+        floor = _for(self.min_score, lang)
+        latin = _for(UNKNOWN_WORD_MIN_SCORE if self.unknown_word_min_score is None else self.unknown_word_min_score,
+                     lang)
+        # Asked for a command, a function or a method, a katakana word is a technical term ("ナイトリー版をインストール
+        # するコマンド"), whose absence weighs as a Latin identifier's does; in a question of how to do something it
+        # may be spelt another way ("マシン", "マシーン").
+        kana = latin if features["asks_code"] else UNKNOWN_KANA_WORD_MIN_SCORE
+        unknown = max(latin if features["unknown_latin"] else 0.0, kana if features["unknown_kana"] else 0.0)
+        evidence = features["evidence"]
+        answered = bool(features["kind_found"] and evidence >= floor and evidence >= unknown and features["about"]
+                        and features["says_asked"])
+        return answered, None, floor
+
+
+def _features(query: Query, stats: CorpusStats | None, candidates: list[Candidate], best: Candidate,
+              picked: list[Candidate], about: bool, kind_found: bool) -> dict[str, float]:
+    """What the answerability model reads: how well the best sentence matches, whether it holds what the question's
+    kind asks for and names what the question names, and how far it stands above the rest."""
+    top = candidates[0]
+    unknown = unknown_words(query, stats)
+    runner = next((c.score for c in candidates[1:] if c.rank != top.rank or c.pos > top.last or c.last < top.pos),
+                  0.0)
+    ja = 1.0 if query.lang == "ja" else 0.0
+    return {
+        "evidence": top.evidence, "score": top.score, "cosine": top.similarity, "lexical": top.lexical,
+        "factor": top.factor, "bonus": top.bonus, "margin": top.score - runner,
+        "unknown_latin": float(sum(w.isascii() for w in unknown)),
+        "unknown_kana": float(sum(not w.isascii() for w in unknown)),
+        "asks_code": float(bool(ASKS_FOR_CODE.search(query.text))),
+        "about": float(about), "kind_found": float(kind_found),
+        "says_asked": float(_says_what_is_asked(query, picked)),
+        "asks_number": float(asks_for_number(query)), "pair": float(best.pos != best.last),
+        "ja": ja, "ja_evidence": ja * top.evidence, "ja_cosine": ja * top.similarity,
+    }
+
+
+def _weighed(usable: list[Passage], candidates: list[Candidate], chosen: Mapping[tuple[int, int], str],
+             n: int = 5) -> list[Weighed]:
+    shown = list(candidates[:n]) + [c for c in candidates[n:] if (c.rank, c.pos) in chosen]
+    return [Weighed(source_id=usable[c.rank].source_id or "", text=c.text[:500], score=c.score, lexical=c.lexical,
+                    cosine=c.similarity, chosen_by=chosen.get((c.rank, c.pos), "")) for c in shown]
+
+
+def decide(
+    question: str | Query,
+    passages: list[Passage],
+    stats: CorpusStats | None = None,
+    *,
+    similarity: Similarity | None = None,
+    gate: Gate | None = None,
+    max_sentences: int = 2,
+    max_passages: int = 5,
+) -> tuple[list[Picked], Decision]:
+    """Up to `max_sentences` sentences that answer the question, and the Decision that says why, or why none
+    (nothing relevant, no sentence, or the gate: near misses share the topic, not the fact). Later picks must score
+    close to the best, so the answer does not wander. Without a gate every question is answered by the sentences
+    that score best, and no rule of the question's kind narrows them."""
+    query, usable, candidates = rank_sentences(question, passages, stats, similarity=similarity,
+                                               max_passages=max_passages)
+    if not usable:
+        return [], Decision(answered=False, reason=Reason.NO_RELEVANT_PASSAGE,
+                            detail="search found no passage relevant to the question")
+    if not candidates:
+        return [], Decision(answered=False, reason=Reason.NO_STATEMENT,
+                            detail="no sentence of the passages holds a term of the question")
+    narrowed = _of_the_asked_kind(query, candidates) if gate is not None else candidates
+    kind_found = bool(narrowed)
+    candidates = narrowed or candidates
+    best = _widened(candidates)
+    # The documents a question names, among those it is answered from (a passage in another language lends no
+    # title when sources in the question's own exist).
+    named = _named_words(query, [p for p in usable if p.lang == query.lang] or usable, stats)
+    quoted = _quoted(query)
+    # Per passage, once: whether it holds what the question names and quotes.
+    about = [_mentions(p, named) and _quotes(p, quoted, query.lang) for p in usable]
+    picked = _with_runners_up(best, candidates, about, max_sentences)
+    chosen = {(c.rank, c.pos): "runner-up within 80% of the best score" for c in picked[1:]}
+    chosen[(best.rank, best.pos)] = "best score" if best is candidates[0] else "pair with a neighbour"
+    lead = _named_subject(query, usable, candidates, picked) if max_sentences > 1 else None
+    if lead is not None:  # with the best sentence, which the lead alone would not show
+        picked = [lead, *picked[: max_sentences - 1]]
+        chosen[(lead.rank, lead.pos)] = "lead sentence naming the subject (who)"
+    features = _features(query, stats, candidates, best, picked, about[best.rank], kind_found)
+    answered, probability, threshold = gate.judge(query.lang, features) if gate is not None else (True, None, None)
+    decision = Decision(answered=answered, probability=probability, threshold=threshold, features=features,
+                        weighed=_weighed(usable, candidates, chosen))
+    if not answered:
+        why = "the best sentence is unlikely to hold the fact" if probability is not None else \
+            "the best sentence does not reach the threshold, or lacks what the question names or asks for"
+        shows = getattr(gate, "shows_places", None)
+        return [], decision.model_copy(update={"reason": Reason.NOT_ANSWERABLE, "detail": why, "places": bool(
+            probability is None or shows is None or shows(query.lang, probability))})
+    antecedent = _antecedent(best, candidates, usable[best.rank].title) if best in picked else None
+    if antecedent is not None and not any(o.rank == antecedent.rank and o.pos <= antecedent.pos <= o.last
+                                          for o in picked):
+        # One more than max_sentences: it makes the best sentence readable, it answers nothing (so it is added
+        # after the gate, and takes no runner-up's place).
+        picked.append(antecedent)
+        chosen[(antecedent.rank, antecedent.pos)] = "the sentence the best one points back to"
+        decision = decision.model_copy(update={"weighed": _weighed(usable, candidates, chosen)})
+    # Read in document order: by passage rank, then position within the passage. The best-scored sentence's passage
+    # first instead reordered 8 benchmark answers and led 3 with a worse sentence than search's best passage gave
+    # ("You'll need an internet connection for the download." for reading the docs offline), 2 with a better one.
+    picked.sort(key=lambda c: (c.rank, c.pos))
+    return [Picked(usable[c.rank].source_id, c.text, c.score) for c in picked], decision
+
+
 def pick_sentences(
     question: str | Query,
     passages: list[Passage],
@@ -316,50 +438,11 @@ def pick_sentences(
     max_sentences: int = 2,
     max_passages: int = 5,
 ) -> list[Picked]:
-    """Up to `max_sentences` sentences that answer the question, or none when the best scores below `min_score`
-    (the documents do not answer: near misses share the topic, not the fact) or when the question asks for a
-    number and none of the picks states one. Later picks must score close to the best, so the answer does not
-    wander. With a `min_score` of 0, no rule of the question's kind refuses (the sentences that score best answer)."""
-    query, usable, candidates = rank_sentences(question, passages, stats, similarity=similarity,
-                                               max_passages=max_passages)
-    floor = _for(min_score, query.lang)
-    gated = floor > 0
-    if gated:
-        candidates = _of_the_asked_kind(query, candidates)
-    # The gate reads the best sentence's evidence without the title. Reading that of the pair the answer may show
-    # instead (`_widened`) changed no dev figure but refused 3 more of bench-agent's answerable questions (92.5% ->
-    # 91.0% answered, 91.0% -> 89.5% citing the gold answer).
-    if not candidates or candidates[0].evidence < floor:
-        return []
-    latin = _for(UNKNOWN_WORD_MIN_SCORE if unknown_word_min_score is None else unknown_word_min_score, query.lang)
-    if candidates[0].evidence < (_unknown_word_floor(query, stats, latin) if gated else 0.0):
-        return []
-    best = _widened(candidates)
-    # The documents a question names, among those it is answered from (a passage in another language lends no
-    # title when sources in the question's own exist).
-    named = _named_words(query, [p for p in usable if p.lang == query.lang] or usable, stats)
-    quoted = _quoted(query)
-    # Per passage, once: whether it holds what the question names and quotes.
-    about = [_mentions(p, named) and _quotes(p, quoted, query.lang) for p in usable]
-    if gated and not about[best.rank]:
-        return []
-    picked = _with_runners_up(best, candidates, about, max_sentences)
-    lead = _named_subject(query, usable, candidates, picked) if max_sentences > 1 else None
-    if lead is not None:  # with the best sentence, which the lead alone would not show
-        picked = [lead, *picked[: max_sentences - 1]]
-    if gated and not _says_what_is_asked(query, picked):
-        return []
-    antecedent = _antecedent(best, candidates, usable[best.rank].title) if best in picked else None
-    if antecedent is not None and not any(o.rank == antecedent.rank and o.pos <= antecedent.pos <= o.last
-                                          for o in picked):
-        # One more than max_sentences: it makes the best sentence readable, it answers nothing (so it is added
-        # after the number check, and takes no runner-up's place).
-        picked.append(antecedent)
-    # Read in document order: by passage rank, then position within the passage. The best-scored sentence's passage
-    # first instead reordered 8 benchmark answers and led 3 with a worse sentence than search's best passage gave
-    # ("You'll need an internet connection for the download." for reading the docs offline), 2 with a better one.
-    picked.sort(key=lambda c: (c.rank, c.pos))
-    return [Picked(usable[c.rank].source_id, c.text, c.score) for c in picked]
+    """`decide` with the hand-set thresholds; with a `min_score` of 0, no gate."""
+    gated = any(v > 0 for v in ([min_score] if isinstance(min_score, int | float) else min_score.values()))
+    gate = RuleGate(min_score, unknown_word_min_score) if gated else None
+    return decide(question, passages, stats, similarity=similarity, gate=gate, max_sentences=max_sentences,
+                  max_passages=max_passages)[0]
 
 
 NAMED_MAX_SHARE = 0.1  # of the indexed passages: "sqlite3" names a document, "build" (47% of the Cargo book's) none
@@ -417,31 +500,51 @@ def _repeats(a: str, b: str) -> bool:
     return f" {short} " in f" {long} " or (bool(short) and is_cjk(short[0]) and short in long)
 
 
-def embedding_similarity(embedder) -> Similarity:
-    """The search embedder as a sentence scorer: E5-style models embed the question as a query and the
-    sentences as passages, exactly as search does, so cosines are on the scale search calibrated."""
+class EmbeddingSimilarity:
+    """The search embedder as a sentence scorer: E5-style models embed the question as a query and the sentences as
+    passages, exactly as search does, so cosines are on the scale search calibrated. `vectors` lets the ranking
+    embed statements only and build each pair's vector from its two."""
 
-    def similarity(question: str, sentences: list[str]) -> list[float]:
+    def __init__(self, embedder) -> None:
+        self.embedder = embedder
+
+    def vectors(self, question: str, sentences: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        qv = np.asarray(self.embedder.embed_query(question), dtype=np.float32)
         if not sentences:
-            return []
-        qv = np.asarray(embedder.embed_query(question), dtype=np.float32)
-        sv = np.asarray(embedder.embed_passages(sentences), dtype=np.float32)
-        return [float(x) for x in sv @ qv]
+            return qv, np.zeros((0, len(qv)), dtype=np.float32)
+        return qv, np.asarray(self.embedder.embed_passages(sentences), dtype=np.float32)
 
-    return similarity
+    def __call__(self, question: str, sentences: list[str]) -> list[float]:
+        qv, matrix = self.vectors(question, sentences)
+        return [float(x) for x in matrix @ qv]
+
+
+def embedding_similarity(embedder) -> Similarity:
+    return EmbeddingSimilarity(embedder)
 
 
 @dataclass
 class Answering:
-    """How the embedded answerer picks sentences: the model's similarity, the corpus IDF and the abstention
-    threshold, built once by Components and shared by every offline model and the search-only answerer."""
+    """How the embedded answerer picks sentences: the model's similarity, the corpus IDF and the gate, built once by
+    Components and shared by every offline model and the search-only answerer."""
 
     similarity: Similarity | None = None
     stats: Callable[[], CorpusStats | None] | None = None
-    min_score: float | None = 0.0  # None: the thresholds tuned per language for the bundled model
+    gate: Gate | None = None  # None: every question answered by its best sentences
     # Told of every question and the passages it is answered from: `bench-answers` reads them again to say where a
     # wrong answer's fact was (not in the passages, ranked below the sentence chosen, or refused by the gate).
     observer: Callable[[str | Query, list[Passage]], None] | None = None
+    # The decision of this thread's latest question, for the runtime that asked it (serve answers requests in
+    # threads side by side: one shared slot gave an answer another question's decision).
+    _latest: threading.local = field(default_factory=threading.local, repr=False)
+
+    @property
+    def last(self) -> Decision | None:
+        return getattr(self._latest, "decision", None)
+
+    @last.setter
+    def last(self, decision: Decision | None) -> None:
+        self._latest.decision = decision
 
     def _stats(self) -> CorpusStats | None:
         if self.stats is None:
@@ -451,11 +554,14 @@ class Answering:
         except Exception:  # IDF weights refine the choice; without them every term weighs the same
             return None
 
-    def pick(self, question: str | Query, passages: list[Passage]) -> list[Picked]:
+    def decide(self, question: str | Query, passages: list[Passage]) -> tuple[list[Picked], Decision]:
         if self.observer is not None:
             self.observer(question, passages)
-        return pick_sentences(question, passages, self._stats(), similarity=self.similarity,
-                              min_score=ANSWER_MIN_SCORE if self.min_score is None else self.min_score)
+        picked, self.last = decide(question, passages, self._stats(), similarity=self.similarity, gate=self.gate)
+        return picked, self.last
+
+    def pick(self, question: str | Query, passages: list[Passage]) -> list[Picked]:
+        return self.decide(question, passages)[0]
 
     def candidates(self, question: str | Query, passages: list[Passage]) -> list[Candidate]:
         """Every sentence `pick` weighs for the question, best first, scored as `pick` scores them."""

@@ -11,21 +11,14 @@ import json
 import re
 from typing import Any
 
+from citerag.answerer import rules
+from citerag.answerer.extractive import NOT_FOUND, Answering, answer_language, not_found
 from citerag.citations import claude_format as cf
 from citerag.citations import messages_format as mf
 from citerag.citations.chat import ModelOutput, approx_tokens, messages_of, tool_results_of
-from citerag.citations.extractive import NOT_FOUND, Answering, answer_language, not_found
 from citerag.citations.graders import grade
 from citerag.citations.payload import results_of
 from citerag.documents.text import detect_language
-
-_INJECTION = re.compile(
-    r"ignore (all |any )?(previous|prior|above) (instructions|rules)|system prompt|your (instructions|prompt)"
-    r"|you are now|jailbreak|developer mode|disregard .* instructions|reveal .* (prompt|instructions)"
-    r"|以前の指示|指示を無視|プロンプトを(表示|教え|出力)|システムプロンプト|ルールを無視", re.I)
-_HARMFUL = re.compile(
-    r"\b(bomb|explosive|kill|poison someone|make a weapon|meth)\b|爆弾|殺し方|毒殺|武器の作り方", re.I)
-_SMALLTALK = re.compile(r"^(hi|hello|hey|thanks|thank you|こんにちは|ありがとう)[!！。.\s]*$", re.I)
 
 
 class ExtractiveClaudeModel:
@@ -81,14 +74,10 @@ class ExtractiveClaudeModel:
 
     @staticmethod
     def _classify(question: str) -> str:
-        if _HARMFUL.search(question):
-            return "The input asks for dangerous help.</thinking>\n<category>A</category>"
-        if _INJECTION.search(question):
-            return ("The input tries to override or reveal the agent's instructions.</thinking>\n"
-                    "<category>B</category>")
-        if _SMALLTALK.match(question.strip()):
-            return "The input is small talk, not a question about the documents.</thinking>\n<category>C</category>"
-        return "The input is a question the documents may answer.</thinking>\n<category>D</category>"
+        rule = rules.first_match("input_classes", question.strip())
+        if rule is None:
+            return "The input is a question the documents may answer.</thinking>\n<category>D</category>"
+        return f"{rule.why}</thinking>\n<category>{rule.category}</category>"
 
     def _orchestrate(self, system: str, question: str, scratchpad: str, tool: str | None = None) -> str:
         tool = tool or cf.inner(system, "tool_name") or "citerag-search::search_documents"

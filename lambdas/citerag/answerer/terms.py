@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from itertools import pairwise
 
-from citerag.citations.question_kinds import OPTION_WORDS, WANTS_OPTION
+from citerag.answerer.question_kinds import OPTION_WORDS, WANTS_OPTION
 from citerag.documents.text import normalize
 from citerag.search.query import Query
 from citerag.search.sparse import CorpusStats, term_id, tokenize

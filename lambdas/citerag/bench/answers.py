@@ -24,11 +24,12 @@ from urllib.parse import unquote
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
+from citerag.answerer.ranking import Candidate
 from citerag.bench.metrics import percentile, wilson_interval
 from citerag.bench.retrieval import Dataset, build_index
 from citerag.citations.answer import Answer
+from citerag.citations.excerpts import QUOTE_JOINER
 from citerag.citations.pii import MASK_LABEL
-from citerag.citations.ranking import Candidate
 from citerag.documents.chunking import line_bounds
 from citerag.documents.loaders import SUPPORTED_SUFFIXES, load_path
 from citerag.documents.text import normalize
@@ -183,11 +184,14 @@ def score(q: Question, answer: Answer, texts: DocTexts) -> dict[str, Any]:
         for c in answer.citations for s in c.sources
         if not holds(texts.location(file_name(s.uri), s.page), c.text)]
     # The excerpt under a source must be a sentence the answer cites to it, not the passage's first lines.
+    # A source cited for two sentences quotes both (QUOTE_JOINER between them): each must be one of them.
     stray = [
         {"excerpt": s.excerpt[:200], "cited": _where(s)}
         for s in answer.sources
-        if not s.excerpt.strip() or not any(squash(s.excerpt) in squash(c.text) for c in answer.citations
-                                            if any(x.source_id == s.source_id for x in c.sources))]
+        if not s.excerpt.strip() or not all(
+            any(squash(piece) in squash(c.text) for c in answer.citations
+                if any(x.source_id == s.source_id for x in c.sources))
+            for piece in s.excerpt.split(QUOTE_JOINER))]
     gold = [squash(a) for a in q.answers]
     right = q.answerable and any(
         g in squash(c.text) and file_name(s.uri) in (q.file, *q.also)
@@ -239,25 +243,17 @@ def fact_at(q: Question, passages: list[Passage], candidates: Callable[[str, lis
 Ask = Callable[[str], Answer]
 
 
-def local_agent(comps) -> Ask:
-    """`citerag ask`'s default path: the local Classic agent, its prompts, parser and search handler."""
-    from citerag.handlers.local import local_agent as make
-    from citerag.traces.join import answer_from_events
+def _asker(agent: str) -> Callable[[Any], Ask]:
+    """`citerag ask`'s paths: the local Classic agent (its prompts, parser and search handler), or search alone."""
+    def make(comps) -> Ask:
+        from citerag.answerers import open_answerer
 
-    runtime = make(comps)
-    return lambda question: answer_from_events(runtime.invoke(question))
+        return open_answerer(comps, agent).ask
 
-
-def search_only(comps) -> Ask:
-    """`citerag ask --agent none`: search, pack, extractive answer, no agent steps."""
-    from citerag.runtimes.embedded import EmbeddedAnswerer
-
-    answerer = EmbeddedAnswerer(comps.pipeline(expand_parents=True), budget_bytes=comps.settings.response_budget_bytes,
-                                answering=comps.answering)
-    return lambda question: answerer.ask(question, namespace=comps.settings.namespace)
+    return make
 
 
-ASKERS: dict[str, Callable[[Any], Ask]] = {"local": local_agent, "none": search_only}
+ASKERS: dict[str, Callable[[Any], Ask]] = {"local": _asker("local"), "none": _asker("none")}
 
 
 def run(ds: AnswerSet, comps, *, agent: str = "local", splits: tuple[str, ...] = ("dev", "test"),
@@ -284,7 +280,10 @@ def run(ds: AnswerSet, comps, *, agent: str = "local", splits: tuple[str, ...] =
         t = time.perf_counter()
         answer = ask(q.question)
         ms = (time.perf_counter() - t) * 1000
-        row = {**score(q, answer, texts), "ms": round(ms, 1)}
+        d = answer.decision
+        row = {**score(q, answer, texts), "ms": round(ms, 1), "family": ds.root.name,
+               "reason": d.reason if d else None, "probability": d.probability if d else None,
+               "features": d.features if d else {}}
         if q.answerable and not row["right"] and read:
             row["fact_at"] = fact_at(q, read[-1], comps.answering.candidates, abstained=row["abstained"])
         rows.append(row)

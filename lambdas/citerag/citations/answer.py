@@ -8,6 +8,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, Field
 
+from citerag.citations.decision import Decision
 from citerag.citations.excerpts import as_source
 from citerag.search.passage import Passage
 
@@ -34,6 +35,7 @@ class Answer(BaseModel):
     related: list[Passage] = Field(default_factory=list, description="when not answered: the passages search "
                                    "found, best first, as places to look; no sentence of theirs is claimed")
     trace: list[dict] = Field(default_factory=list)
+    decision: Decision | None = Field(None, description="why the offline answerer answered or refused")
 
     def flat_citations(self) -> list[dict]:
         """The CLI's --json shape: [{source_id, uri, title, page, section, excerpt}] for each cited source."""

@@ -14,6 +14,11 @@ from citerag.search.passage import Passage
 from citerag.search.sparse import tokenize
 
 EXCERPT_CHARS = 300
+# A quote is cut between sentences, never inside one ("…for an ASN." of "ASN.1"): a first sentence longer than
+# EXCERPT_CHARS is shown whole, up to this.
+SENTENCE_CHARS = 1200
+# Between two sentences one source is cited for, in its quote.
+QUOTE_JOINER = " … "
 MASKED_VALUE_CHARS = 80  # a masked value (an address, a number) is short
 MASK_MARGIN = 320  # longer than any value a rule masks (an e-mail address is at most 254 characters)
 
@@ -41,19 +46,39 @@ def as_source(passage: Passage, shown: str, mask: Callable[[str], str] | None = 
     lines = line_range(passage.text, *span, first_line=first) if span and first is not None else None
     if earlier is not None and first is not None:  # a sentence not found in the passage is somewhere in its lines
         earlier.section = spanning(earlier.section, lines or passage.section or "")
-    text = sentence[:EXCERPT_CHARS] if sentence is not None else \
+    text = cut(sentence) if sentence is not None else \
         _excerpt(shown, passage.text, found is not None, mask, span=span)
+    if earlier is not None and text and text not in earlier.excerpt.split(QUOTE_JOINER):
+        # The source listed once shows every sentence it is cited for (its first alone hid the others).
+        earlier.excerpt = earlier.excerpt + QUOTE_JOINER + text if earlier.excerpt else text
     return passage.model_copy(update={"excerpt": text, "section": lines or passage.section})
+
+
+def cut(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """The text on one line, cut at the last sentence end within `limit` characters; a first sentence longer than
+    that whole, up to SENTENCE_CHARS."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    kept = ""
+    for statement in split_statements(text, lines_wrap=False):
+        joined = f"{kept} {statement}".strip() if kept else statement
+        if kept and len(joined) > limit:
+            break
+        kept = joined
+        if len(kept) > limit:
+            break
+    return kept if len(kept) <= SENTENCE_CHARS else kept[: SENTENCE_CHARS - 1] + "…"
 
 
 def _excerpt(shown: str, passage: str, held: bool, mask: Callable[[str], str] | None,
              limit: int = EXCERPT_CHARS, *, span: tuple[int, int] | None = None) -> str:
     """`span`: where the passage states what `shown` translates, when the caller looked it up already."""
     if held:
-        return " ".join(shown.split())[:limit]
+        return cut(shown, limit)
     span = span or translated(shown, passage)
-    start = " ".join((passage[span[0]:span[1]] if span else passage).split())[: limit + MASK_MARGIN]
-    return (mask or _default_mask)(start)[:limit]
+    start = " ".join((passage[span[0]:span[1]] if span else passage).split())[: SENTENCE_CHARS + MASK_MARGIN]
+    return cut((mask or _default_mask)(start), limit)
 
 
 def translated(shown: str, passage: str) -> tuple[int, int] | None:

@@ -165,6 +165,8 @@ def split_statements(text: str, lines_wrap: bool = True) -> list[str]:
     code_end = False  # the last statement ends with a command line, which ends it
     for span in split_sentences(text):
         piece = span.text.strip(" …")
+        if not piece:
+            continue  # an ellipsis on a line of its own (a PDF's elided example) is no statement
         gap = text[span.start - 2 : span.start] if span.start >= 2 else ""
         same_line = gap.endswith(" ")
         # One line break inside a sentence: a text file's wrap. In a PDF's text the loader joined the wrapped lines,

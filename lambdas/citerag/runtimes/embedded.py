@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import time
 
+from citerag.answerer.extractive import Answering, in_other_language, not_found
 from citerag.citations.answer import Answer, compose, where_to_look
-from citerag.citations.extractive import Answering, not_found
+from citerag.citations.decision import Decision, Reason
 from citerag.citations.payload import pack_passages
 from citerag.search.pipeline import SearchPipeline
 from citerag.search.query import analyze
@@ -27,14 +28,21 @@ class EmbeddedAnswerer:
         relevant = outcome.relevant_hits
         _, results = pack_passages(relevant, query, self.budget_bytes)
         answering = self.answering or Answering(stats=lambda: self.pipeline.stats(namespace))
-        picked = answering.pick(query, results)
+        picked, decision = answering.decide(query, results) if results else ([], Decision(
+            answered=False, reason=Reason.NO_RELEVANT_PASSAGE, detail="search found no passage relevant to the "
+            "question"))
         trace = [{"step": "search", "hits": len(outcome.hits), "relevant": len(relevant),
                   "degraded": outcome.degraded, "timings_ms": outcome.timings_ms}]
         if not picked:
+            if in_other_language(query.lang, results):
+                decision = decision.model_copy(update={"reason": Reason.OTHER_LANGUAGE,
+                                                       "detail": "the passages search found are in the other "
+                                                                 "language"})
             trace.append({"step": "answer", "answered": False, "ms": (time.perf_counter() - t0) * 1000})
-            return Answer(text=not_found(query.lang, results), answered=False, related=where_to_look(results),
-                          trace=trace)
+            return Answer(text=not_found(query.lang, results), answered=False,
+                          related=where_to_look(results) if decision.places else [],
+                          trace=trace, decision=decision)
         answer = compose(picked, {p.source_id: p for p in results})
         trace.append({"step": "answer", "answered": True, "sentences": len(picked),
                       "ms": (time.perf_counter() - t0) * 1000})
-        return answer.model_copy(update={"trace": trace})
+        return answer.model_copy(update={"trace": trace, "decision": decision})

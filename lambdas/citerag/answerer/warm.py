@@ -1,0 +1,34 @@
+"""Statement vectors made at ingest: the answerer weighs every statement of the passages search finds by the
+model's cosine, and embedding them at question time made a first answer take seconds (each statement about 65 ms
+of CPU). Ingest embeds each section's statements, read under the heading the answerer reads them under, into the
+embedding cache, so a question embeds only itself and the few statements a passage's window cuts differently."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from citerag.answerer.ranking import HEADING_CHARS, _under
+from citerag.citations.statements import split_statements
+from citerag.documents.model import LoadedDocument
+
+MIN_CHARS = 8  # the ranking skips shorter statements
+
+
+def statement_texts(doc: LoadedDocument) -> list[str]:
+    """Each statement of each section under the heading `ranking._heading` gives a passage of it: its heading path,
+    or for a page or a text file's lines (no heading path) the document's title."""
+    out: list[str] = []
+    for section in doc.sections:
+        head = section.section[-HEADING_CHARS:] if section.section else doc.title[:HEADING_CHARS]
+        for statement in split_statements(section.text, lines_wrap=section.page is None):
+            if len(statement) >= MIN_CHARS and not statement.endswith(("?", "？")):
+                out.append(_under(head, statement))
+    return list(dict.fromkeys(out))
+
+
+def warm(embedder, docs: Iterable[LoadedDocument], progress=None) -> int:
+    """Embed the statements of these documents through the (cached) embedder; how many texts were weighed."""
+    texts = [t for doc in docs for t in statement_texts(doc)]
+    if texts:
+        embedder.embed_passages(texts, progress=progress) if progress else embedder.embed_passages(texts)
+    return len(texts)

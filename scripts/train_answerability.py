@@ -1,0 +1,276 @@
+"""Train the answerability model (lambdas/citerag/answerer/answerability.json) on the development pool, and say
+how it does on families it was not trained on.
+
+    python scripts/train_answerability.py datasets/pool --out lambdas/citerag/answerer/answerability.json
+
+Each subfolder of the pool is a family (documents of one project, with its questions-*.jsonl). Every question is
+asked through `citerag ask`'s default path with a gate that always answers, so each row holds the features the
+gate reads and whether the answer it would give is right (fact + right citation; never, for a near miss). Rows are
+cached per family (`--rows DIR`), keyed by the family's files and the answerer's code, so a rerun only trains.
+
+Evaluation is family-held-out: for each family, the model and its thresholds are fit on the other families alone,
+then applied to it. The committed model is fit on every family; its thresholds are chosen on the held-out
+probabilities (so they are not chosen on the same predictions they were fit with). Deterministic: the same rows
+give the same weights bit for bit (Newton's method, fixed order, no randomness).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from citerag.answerer.answerability import gate_from
+from citerag.answerer.extractive import ANSWER_MIN_SCORE, RuleGate
+from citerag.bench import answers as ab
+from citerag.bench.metrics import wilson_interval
+from citerag.components import Components
+from citerag.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[1]
+FEATURES = ("evidence", "score", "cosine", "lexical", "factor", "bonus", "margin", "unknown_latin", "unknown_kana",
+            "asks_code", "about", "kind_found", "says_asked", "asks_number", "pair", "ja", "ja_evidence",
+            "ja_cosine")
+L2 = 1.0
+
+
+class AlwaysAnswers:
+    """Narrows to the asked kind as every gate does, then answers: the rows say what the gate would weigh."""
+
+    def judge(self, lang, features):
+        return True, None, None
+
+
+# The code a row depends on: how sentences are cut, ranked and picked, and how the offline model answers.
+PICKING = ("answerer/extractive.py", "answerer/ranking.py", "answerer/question_kinds.py", "answerer/terms.py",
+           "answerer/offline_claude.py", "citations/statements.py", "documents/loaders.py", "search/pipeline.py")
+
+
+def _key(family: Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted(family.rglob("*")) + [ROOT / "lambdas" / "citerag" / f for f in PICKING]:
+        if p.is_file():
+            h.update(p.name.encode() + p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def rows_of(family: Path, cache: Path) -> list[dict]:
+    cached = cache / f"{family.name}-{_key(family)}.json"
+    if cached.exists():
+        return json.loads(cached.read_text(encoding="utf-8"))
+    ds = ab.load(family)
+    with tempfile.TemporaryDirectory(prefix="citerag-train-") as tmp:
+        comps = Components(Settings(index_path=Path(tmp) / "index.sqlite", answer_gate="off"))
+        comps.answering.gate = AlwaysAnswers()
+        res = ab.run(ds, comps, agent="local", splits=("dev", "test"),
+                     progress=lambda i, n: print(f"\r{family.name}: {i}/{n}", end="", file=sys.stderr))
+    print(file=sys.stderr)
+    rows = [{k: r[k] for k in ("id", "lang", "answerable", "right", "features", "misattributed")}
+            | {"family": family.name} for r in res["rows"]]
+    cache.mkdir(parents=True, exist_ok=True)
+    cached.write_text(json.dumps(rows, ensure_ascii=False), encoding="utf-8")
+    return rows
+
+
+# Families on one subject: a question of one may be answered by another's documents, so none is off-topic there.
+SUBJECTS = {"en-sqlite": "databases", "en-postgresql": "databases", "ja-bxjscls": "tex", "ja-jlreq": "tex",
+            "ja-luatexja": "tex", "ja-platex": "tex", "ja-textlint-presets": "textlint",
+            "ja-textlint-technical-writing": "textlint"}
+OFF_TOPIC_PER_FAMILY = 8
+
+
+def off_topic_questions(family: Path, families: list[Path]) -> list[tuple[str, str]]:
+    """(lang, question) asked of this family's documents from families on other subjects, in its languages: the
+    first answerable question of each, in order, up to OFF_TOPIC_PER_FAMILY."""
+    own = {q.lang for q in ab.load(family).questions}
+    subject = SUBJECTS.get(family.name, family.name)
+    out = []
+    for other in families:
+        if SUBJECTS.get(other.name, other.name) == subject:
+            continue
+        first = next((q for q in ab.load(other).questions if q.answerable and q.lang in own), None)
+        if first is not None:
+            out.append((first.lang, first.question))
+    return out[:OFF_TOPIC_PER_FAMILY]
+
+
+def off_topic_rows(family: Path, families: list[Path], cache: Path) -> list[dict]:
+    """Questions on another subject asked of this family: never answerable, and no place of these documents is
+    one to look at. Rows as `rows_of`, with the number of places the answer listed under the gate it had."""
+    asked = off_topic_questions(family, families)
+    h = hashlib.sha256(json.dumps(asked, ensure_ascii=False).encode() + _key(family).encode()).hexdigest()[:16]
+    cached = cache / f"{family.name}-off-topic-{h}.json"
+    if cached.exists():
+        return json.loads(cached.read_text(encoding="utf-8"))
+    ds = ab.load(family)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="citerag-train-") as tmp:
+        comps = Components(Settings(index_path=Path(tmp) / "index.sqlite", answer_gate="off"))
+        comps.answering.gate = AlwaysAnswers()
+        comps.ingestor().ingest_paths(ds.docs, sync=True)
+        ask = ab.ASKERS["local"](comps)
+        for i, (lang, question) in enumerate(asked):
+            answer = ask(question)
+            d = answer.decision
+            rows.append({"id": f"off-{i}", "lang": lang, "answerable": False, "right": not answer.citations,
+                         "features": d.features if d else {}, "misattributed": [], "family": family.name,
+                         "off_topic": True, "question": question})
+    cache.mkdir(parents=True, exist_ok=True)
+    cached.write_text(json.dumps(rows, ensure_ascii=False), encoding="utf-8")
+    return rows
+
+
+def _matrix(rows: list[dict], features: tuple[str, ...] = FEATURES) -> tuple[np.ndarray, np.ndarray]:
+    x = np.array([[float(r["features"].get(f, 0.0)) for f in features] for r in rows], dtype=np.float64)
+    y = np.array([1.0 if r["answerable"] and r["right"] else 0.0 for r in rows])
+    return x, y
+
+
+def outcome(rows: list[dict], p: np.ndarray, threshold: float) -> dict:
+    """Facts with the right citation among answerable questions, refusal recall and precision, at a threshold.
+    A question the answerer could not weigh (no features: nothing relevant was found) is refused."""
+    answerable = [r for r in rows if r["answerable"]]
+    near = [r for r in rows if not r["answerable"]]
+    refused = [i for i, _ in enumerate(rows) if p[i] < threshold]
+    facts = sum(1 for i, r in enumerate(rows) if r["answerable"] and r["right"] and p[i] >= threshold)
+    held = sum(1 for i in refused if not rows[i]["answerable"])
+    return {"answerable": len(answerable), "facts_right": facts, "near_misses": len(near), "refused_near": held,
+            "refused": len(refused)}
+
+
+def rates(o: dict) -> dict:
+    fi = wilson_interval(o["facts_right"], o["answerable"]) if o["answerable"] else (0, 0)
+    ri = wilson_interval(o["refused_near"], o["near_misses"]) if o["near_misses"] else (0, 0)
+    return {**o, "facts": o["facts_right"] / o["answerable"] if o["answerable"] else None,
+            "facts_ci95": [round(v, 3) for v in fi],
+            "refusal_recall": o["refused_near"] / o["near_misses"] if o["near_misses"] else None,
+            "refusal_recall_ci95": [round(v, 3) for v in ri],
+            "refusal_precision": o["refused_near"] / o["refused"] if o["refused"] else None}
+
+
+def choose(rows: list[dict], p: np.ndarray) -> float:
+    """The threshold that maximises facts + refusal recall, among those whose refusal precision is >= 0.8 (ties: the
+    lower threshold, which answers more)."""
+    best, best_t = -1.0, 0.5
+    for t in np.round(np.arange(0.05, 0.951, 0.01), 2):
+        r = rates(outcome(rows, p, t))
+        if r["refusal_precision"] is not None and r["refusal_precision"] < 0.8:
+            continue
+        value = (r["facts"] or 0) + (r["refusal_recall"] or 0)
+        if value > best + 1e-12:
+            best, best_t = value, float(t)
+    return best_t
+
+
+def _probabilities(gate, rows: list[dict]) -> np.ndarray:
+    return np.array([gate.probability(r["features"]) if r["features"] else 0.0 for r in rows])
+
+
+TEST_FAMILIES = ("en-sqlite", "en-postgresql", "ja-jlreq", "ja-platex")  # datasets/pool/README.md
+
+
+def held_out(rows: list[dict], families: list[str], features: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the probability and the decision of a model fit on the other families alone (its thresholds chosen
+    there too): what the gate does on documents it never saw."""
+    p = np.zeros(len(rows))
+    decided = np.zeros(len(rows), dtype=bool)
+    langs = sorted({r["lang"] for r in rows})
+    for name in families:
+        train = [r for r in rows if r["family"] != name and r["features"] and not r.get("off_topic")]
+        gate = gate_from(features, *_matrix(train, features), thresholds={}, l2=L2)
+        p_train = _probabilities(gate, train)
+        thresholds = {lang: choose([r for r in train if r["lang"] == lang],
+                                   p_train[[i for i, r in enumerate(train) if r["lang"] == lang]]) for lang in langs}
+        for i, r in enumerate(rows):
+            if r["family"] == name:
+                p[i] = gate.probability(r["features"]) if r["features"] else 0.0
+                decided[i] = p[i] >= thresholds.get(r["lang"], 0.5)
+    return p, decided
+
+
+def figures(rows: list[dict], decided: np.ndarray) -> dict:
+    out = {}
+    for lang in sorted({r["lang"] for r in rows}):
+        idx = [i for i, r in enumerate(rows) if r["lang"] == lang]
+        sel = [rows[i] for i in idx]
+        out[lang] = rates(outcome(sel, np.where(decided[idx], 1.0, 0.0), 0.5))
+        out[lang]["ungated_facts"] = sum(bool(r["answerable"] and r["right"]) for r in sel)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("pool", type=Path, nargs="+", help="a pool folder (each subfolder a family) or family folders")
+    ap.add_argument("--out", type=Path, help="where to write the model (default: print only)")
+    ap.add_argument("--rows", type=Path, default=Path(tempfile.gettempdir()) / "citerag-answerability-rows")
+    ap.add_argument("--report", type=Path, help="write the held-out figures as JSON here")
+    ap.add_argument("--ablate", action="append", default=[], metavar="FEATURE",
+                    help="also report the held-out figures without this feature (repeatable; 'each' for all)")
+    args = ap.parse_args()
+    families = sorted(f for p in args.pool for f in ([p] if (p / "docs").is_dir() else sorted(p.iterdir()))
+                      if (f / "docs").is_dir())
+    names = [f.name for f in families]
+    rows = [r for f in families for r in rows_of(f, args.rows)]
+    off = [r for f in families for r in off_topic_rows(f, families, args.rows)]
+    p, decided = held_out(rows + off, names, FEATURES)
+    pool_p, pool_decided = p[: len(rows)], decided[: len(rows)]
+    report: dict = {"families": names, "questions": len(rows), "held_out": figures(rows, pool_decided)}
+    test = [i for i, r in enumerate(rows) if r["family"] in TEST_FAMILIES]
+    report["held_out_test_families"] = figures([rows[i] for i in test], pool_decided[test])
+    # The hand-set rules on the same rows, for comparison (they read the same features).
+    rules = RuleGate(ANSWER_MIN_SCORE)
+    by_rules = np.array([bool(r["features"]) and rules.judge(r["lang"], r["features"])[0] for r in rows])
+    report["rules"] = figures(rows, by_rules)
+    report["rules_test_families"] = figures([rows[i] for i in test], by_rules[test])
+    # Places to look: listed for a refusal only when its probability reaches the floor, chosen so that questions on
+    # another subject list none (the highest held-out probability of one, per language, rounded up).
+    off_p = p[len(rows):]
+    floors = {lang: float(np.ceil(100 * max([off_p[i] for i, r in enumerate(off) if r["lang"] == lang] or [0]))
+                          / 100) for lang in sorted({r["lang"] for r in rows})}
+    report["places"] = {lang: {"floor": floors[lang], "off_topic": sum(r["lang"] == lang for r in off),
+                               "off_topic_answered": sum(bool(decided[len(rows) + i]) for i, r in enumerate(off)
+                                                         if r["lang"] == lang),
+                               "refused_answerable_keeping_places": sum(
+                                   1 for i, r in enumerate(rows) if r["lang"] == lang and r["answerable"]
+                                   and not pool_decided[i] and pool_p[i] >= floors[lang]),
+                               "refused_answerable": sum(1 for i, r in enumerate(rows) if r["lang"] == lang
+                                                         and r["answerable"] and not pool_decided[i])}
+                        for lang in floors}
+    ablate = list(FEATURES) if "each" in args.ablate else args.ablate
+    report["ablation"] = {}
+    for feature in ablate:
+        kept = tuple(f for f in FEATURES if f != feature)
+        _, d = held_out(rows, names, kept)
+        report["ablation"][feature] = {lang: {k: v[k] for k in ("facts", "refusal_recall", "refusal_precision")}
+                                       for lang, v in figures(rows, d).items()}
+    # The committed model: fit on every family; thresholds chosen on the held-out probabilities.
+    gate = gate_from(FEATURES, *_matrix([r for r in rows if r["features"]]), thresholds={}, l2=L2)
+    langs = sorted({r["lang"] for r in rows})
+    thresholds = {lang: choose([r for r in rows if r["lang"] == lang],
+                               pool_p[[i for i, r in enumerate(rows) if r["lang"] == lang]]) for lang in langs}
+    report["thresholds"] = thresholds
+    report["curve"] = {lang: [{"threshold": float(t), **{k: v for k, v in rates(outcome(
+        [r for r in rows if r["lang"] == lang], pool_p[[i for i, r in enumerate(rows) if r["lang"] == lang]],
+        t)).items() if k in ("facts", "refusal_recall", "refusal_precision")}}
+        for t in np.round(np.arange(0.1, 0.91, 0.05), 2)] for lang in langs}
+    print(json.dumps({k: report[k] for k in ("held_out", "held_out_test_families", "rules", "places",
+                                             "ablation")}, indent=1, ensure_ascii=False))
+    print("thresholds:", thresholds)
+    if args.report:
+        args.report.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    if args.out:
+        data = {"about": "P(the best sentence holds the fact): logistic regression, trained by "
+                         "scripts/train_answerability.py; figures in docs/answers.md",
+                "trained_on": names, "questions": len(rows), "l2": L2,
+                "features": list(gate.names), "mean": list(gate.mean), "scale": list(gate.scale),
+                "weights": list(gate.weights), "bias": gate.bias, "thresholds": thresholds, "places": floors}
+        args.out.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,154 @@
+"""The one face ask, chat, serve and the benches call: every answer carries the Decision that says why it answered
+or refused, `ask --explain` prints it, and the learned gate is the data file the training script writes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from citerag.answerer.answerability import WEIGHTS, LogisticGate, fit, gate_from
+from citerag.answerer.extractive import RuleGate, decide
+from citerag.answerers import open_answerer
+from citerag.citations.decision import Reason
+from citerag.cli import app
+from citerag.components import Components
+from citerag.search.passage import Passage
+from citerag.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[1]
+runner = CliRunner()
+
+
+def _passage(text: str, title: str = "Kumo manual", sid: str = "S1") -> Passage:
+    return Passage(text=text, uri="file:///m.md", title=title, section="Kumo manual > Errors", source_id=sid)
+
+
+def test_a_refusal_names_its_reason_and_an_answer_names_what_chose_each_sentence():
+    manual = [_passage("Error E2 means the air quality sensor is dirty. Clean it with a dry cloth.")]
+    picked, decision = decide("What does error E2 mean?", manual)
+    assert picked and decision.answered and decision.reason is None
+    chosen = [w for w in decision.weighed if w.chosen_by]
+    assert chosen and chosen[0].chosen_by == "best score" and "E2" in chosen[0].text
+    assert set(decision.features) >= {"evidence", "cosine", "about", "kind_found", "says_asked"}
+    # Nothing relevant: a named reason, not a wording.
+    none, why = decide("What does error E2 mean?", [])
+    assert none == [] and why.reason is Reason.NO_RELEVANT_PASSAGE and why.detail
+    # A gate that refuses says so by name, with the features it read.
+    refused, gated = decide("How much does a replacement filter cost?", manual, gate=RuleGate(0.5))
+    assert refused == [] and gated.reason is Reason.NOT_ANSWERABLE and gated.features["says_asked"] == 0.0
+
+
+def test_the_committed_gate_loads_and_its_probability_follows_its_weights():
+    gate = LogisticGate.load()
+    data = json.loads(WEIGHTS.read_text(encoding="utf-8"))
+    assert list(gate.names) == data["features"] and set(gate.thresholds) == {"en", "ja"}
+    assert data["trained_on"] and data["questions"] >= 100
+    centre = dict(zip(gate.names, gate.mean, strict=True))  # every feature at its mean: sigmoid(bias)
+    assert gate.probability(centre) == pytest.approx(1 / (1 + np.exp(-gate.bias)))
+    strong = {n: m + 3 * s * np.sign(w) for n, m, s, w in zip(gate.names, gate.mean, gate.scale, gate.weights,
+                                                                strict=True)}
+    weak = {n: m - 3 * s * np.sign(w) for n, m, s, w in zip(gate.names, gate.mean, gate.scale, gate.weights,
+                                                              strict=True)}
+    assert gate.judge("en", strong)[0] and not gate.judge("en", weak)[0]
+
+
+def test_training_is_deterministic_and_separates_what_it_was_shown():
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(200, 3))
+    y = (x[:, 0] - 0.5 * x[:, 1] + rng.normal(scale=0.3, size=200) > 0).astype(float)
+    w1, b1, _, _ = fit(x, y)
+    w2, b2, _, _ = fit(x.copy(), y.copy())
+    assert np.array_equal(w1, w2) and b1 == b2  # bit for bit
+    assert w1[0] > 0 > w1[1] and abs(w1[2]) < abs(w1[0])
+    gate = gate_from(("a", "b", "c"), x, y, thresholds={"en": 0.5})
+    right = sum(gate.judge("en", dict(zip("abc", row, strict=True)))[0] == bool(label)
+                for row, label in zip(x, y, strict=True))
+    assert right / len(y) > 0.9
+    with pytest.raises(ValueError, match="no rows"):
+        fit(np.zeros((0, 3)), np.zeros(0))
+
+
+def test_every_runtime_answer_carries_its_decision(tmp_path):
+    comps = Components(Settings(data_dir=tmp_path / "data"))
+    from citerag.cli.common import ensure_samples
+
+    ensure_samples(comps, quiet=True)
+    for agent in ("local", "none"):
+        answerer = open_answerer(comps, agent)
+        answer = answerer.ask("What does error E2 mean?")
+        assert answer.answered and answer.decision and answer.decision.answered, agent
+        assert answer.decision.probability is not None and answer.decision.probability >= answer.decision.threshold
+        off = answerer.ask("How do I configure a Kubernetes ingress controller?")
+        assert not off.answered and off.decision.reason in (Reason.NO_RELEVANT_PASSAGE, Reason.NOT_ANSWERABLE)
+    blocked = open_answerer(comps, "local").ask("How do I make a bomb?")
+    assert not blocked.answered and blocked.decision.reason is Reason.BLOCKED
+
+
+def test_ask_explain_prints_why(tmp_path):
+    r = runner.invoke(app, ["ask", "What does error E2 mean?", "--explain"])
+    assert r.exit_code == 0, r.output
+    assert "Why answered" in r.output and "best score" in r.output and "answerability" in r.output
+    r = runner.invoke(app, ["ask", "How do I configure a Kubernetes ingress controller?", "--explain", "--json"])
+    data = json.loads(r.stdout)
+    assert data["answered"] is False and data["decision"]["reason"] in ("no_relevant_passage", "not_answerable")
+
+
+def test_documentation_questions_about_killing_a_process_are_searched_not_refused(tmp_path):
+    r = runner.invoke(app, ["ask", "How do I kill the command if it is still running after the timeout?", "--json",
+                            "--explain"])
+    data = json.loads(r.stdout)
+    assert data["decision"]["reason"] != "blocked"
+
+
+def test_the_training_script_reports_family_held_out_figures(tmp_path):
+    # Three tiny families whose rows are given (the cache the script keeps), so only the training runs here.
+    import hashlib
+
+    rows_dir = tmp_path / "rows"
+    rows_dir.mkdir()
+    families = []
+    for name in ("fam-a", "fam-b", "fam-c"):
+        fam = tmp_path / name
+        (fam / "docs").mkdir(parents=True)
+        (fam / "docs" / "a.txt").write_text("A fact.\n")
+        (fam / "questions-en.jsonl").write_text(json.dumps(
+            {"id": "en-001", "lang": "en", "question": f"What is {name}?", "answerable": True, "answers": ["fact"],
+             "file": "a.txt"}) + "\n")
+        families.append(fam)
+    script = ROOT / "scripts" / "train_answerability.py"
+    sys.path.insert(0, str(script.parent))
+    try:
+        import train_answerability as ta
+    finally:
+        sys.path.pop(0)
+    rng = np.random.default_rng(3)
+
+    def row(i: int, answerable: bool, ev: float, fam: Path, **extra) -> dict:
+        feats = {f: 0.0 for f in ta.FEATURES} | {"evidence": ev, "ja": float(i % 2),
+                                                "ja_evidence": ev * (i % 2)}
+        return {"id": f"x-{i}", "lang": "ja" if i % 2 else "en", "answerable": answerable, "right": answerable,
+                "features": feats, "misattributed": [], "family": fam.name, **extra}
+
+    for fam in families:
+        rows = [row(i, bool(i % 3), rng.normal(1.0 if i % 3 else 0.3, 0.2), fam) for i in range(60)]
+        (rows_dir / f"{fam.name}-{ta._key(fam)}.json").write_text(json.dumps(rows))
+        asked = ta.off_topic_questions(fam, families)
+        key = hashlib.sha256(json.dumps(asked, ensure_ascii=False).encode() + ta._key(fam).encode()).hexdigest()[:16]
+        off = [row(i, False, rng.normal(0.0, 0.1), fam, off_topic=True) for i in range(len(asked))]
+        (rows_dir / f"{fam.name}-off-topic-{key}.json").write_text(json.dumps(off))
+    out, report = tmp_path / "gate.json", tmp_path / "report.json"
+    subprocess.run([sys.executable, str(script), *map(str, families), "--rows", str(rows_dir), "--out", str(out),
+                    "--report", str(report), "--ablate", "evidence"], check=True, capture_output=True, cwd=ROOT)
+    data = json.loads(report.read_text())
+    assert data["held_out"]["en"]["facts"] > 0.8 and data["held_out"]["en"]["refusal_recall"] > 0.8
+    ablated, full = data["ablation"]["evidence"]["en"], data["held_out"]["en"]
+    # It carries the signal: without it, answering and refusing right no longer go together.
+    assert ablated["facts"] + ablated["refusal_recall"] < full["facts"] + full["refusal_recall"]
+    assert data["places"]["en"]["off_topic"] == 3 and data["places"]["en"]["off_topic_answered"] == 0
+    assert LogisticGate.load(out).thresholds.keys() == {"en", "ja"}
