@@ -152,3 +152,23 @@ def test_the_training_script_reports_family_held_out_figures(tmp_path):
     assert ablated["facts"] + ablated["refusal_recall"] < full["facts"] + full["refusal_recall"]
     assert data["places"]["en"]["off_topic"] == 3 and data["places"]["en"]["off_topic_answered"] == 0
     assert LogisticGate.load(out).thresholds.keys() == {"en", "ja"}
+
+
+def test_the_web_api_names_why_a_question_was_refused(tmp_path):
+    # The page recognised a refusal by its wording; it now reads the Decision's reason and says why.
+    from starlette.testclient import TestClient
+
+    from citerag.cli.common import ensure_samples
+    from citerag.cli.serve import build_app
+
+    comps = Components(Settings(data_dir=tmp_path / "data"))
+    ensure_samples(comps, quiet=True)
+    client = TestClient(build_app(comps), base_url="http://127.0.0.1:8765")
+    lines = [json.loads(line) for line in client.get("/api/ask", params={"q": "How do I make a bomb?"}).text
+             .splitlines()]
+    last = lines[-1]
+    assert last["answered"] is False and last["reason"] == "blocked" and last["says_not_found"]
+    assert last["reason_detail"] == "the question was refused before any search" and last["related"] == []
+    lines = [json.loads(line) for line in client.get("/api/ask", params={"q": "What does error E2 mean?"}).text
+             .splitlines()]
+    assert lines[-1]["answered"] is True and lines[-1]["reason"] is None

@@ -328,6 +328,9 @@ def _metrics(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "wrong_fact_at": {stage: n for stage in FACT_STAGES
                           if (n := sum(r.get("fact_at", {}).get("stage") == stage for r in ans))},
         "stray_excerpts": sum(len(r.get("stray_excerpts", ())) for r in rows),
+        # Why each refusal was made, as its Decision names it.
+        "refused_by_reason": {reason: n for reason in sorted({str(r.get("reason")) for r in abstained})
+                              if (n := sum(str(r.get("reason")) == reason for r in abstained))},
         "p50_ms": round(percentile(lat, 50), 1), "p95_ms": round(percentile(lat, 95), 1),
     }
 

@@ -93,7 +93,9 @@ function show(ev) {
     }
     // When the answer's own text says the documents do not answer (in the question's language), it is said once;
     // any other text that cites nothing is flagged.
-    $('status').textContent = ev.answered || ev.says_not_found ? '' : 'The documents do not answer this question.';
+    // A refusal the answerer named says why (its Decision's detail, text of this program, set as text).
+    $('status').textContent = ev.answered ? '' : ev.reason_detail ? 'Why: ' + ev.reason_detail
+      : ev.says_not_found ? '' : 'The documents do not answer this question.';
     // Not an answer: the passages search found, where the answer may be worded otherwise (or not be at all).
     $('related-title').hidden = !(ev.related || []).length;
     for (const s of ev.related || []) {
@@ -240,6 +242,7 @@ def build_app(comps, host: str = "127.0.0.1"):
                                   answer.decision.reason is not None if answer.decision
                                   else says_not_found(answer.text)),
                               "reason": answer.decision.reason if answer.decision else None,
+                              "reason_detail": answer.decision.detail if answer.decision else "",
                               "related": related}, ensure_ascii=False) + "\n"
 
         return StreamingResponse(lines(), media_type="application/x-ndjson")
