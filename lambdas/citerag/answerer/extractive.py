@@ -304,6 +304,14 @@ def _says_what_is_asked(query: Query, picked: list[Candidate]) -> bool:
     return not WANTS_CALLED.search(query.text) or any(NAMES.search(c.text) for c in picked)
 
 
+class Estimate(Protocol):
+    """The answerability model's estimate (answerability.LogisticGate), and the floor for listing places to look."""
+
+    def probability(self, features: Mapping[str, float]) -> float: ...
+
+    def shows_places(self, lang: str, probability: float) -> bool: ...
+
+
 class Gate(Protocol):
     """Whether the answer the ranking found is given: (answered, probability, threshold)."""
 
@@ -331,14 +339,30 @@ class RuleGate:
         evidence = features["evidence"]
         answered = bool(features["kind_found"] and evidence >= floor and evidence >= unknown and features["about"]
                         and features["says_asked"])
-        return answered, None, floor
+        return answered, None, None
+
+
+def _missing(query: Query, stats: CorpusStats | None, texts: list[str]) -> tuple[float, float]:
+    """(share of the question's term weight the texts hold, weight of its rarest term they lack / of its rarest):
+    a near miss often differs from what the documents hold by one rare word ("on FreeBSD", "in version 3")."""
+    terms = content_terms(query) - FILLER_IDS
+    if not terms:
+        return 1.0, 0.0
+    weight = {t: stats.idf(t) if stats is not None and stats.n_docs else 1.0 for t in terms}
+    held = set().union(*(terms_of(t, False) for t in texts)) & terms
+    lacking = [weight[t] for t in terms - held]
+    return sum(weight[t] for t in held) / (sum(weight.values()) or 1.0), \
+        (max(lacking) / max(weight.values())) if lacking else 0.0
 
 
 def _features(query: Query, stats: CorpusStats | None, candidates: list[Candidate], best: Candidate,
-              picked: list[Candidate], about: bool, kind_found: bool) -> dict[str, float]:
+              picked: list[Candidate], about: bool, kind_found: bool, passage: Passage) -> dict[str, float]:
     """What the answerability model reads: how well the best sentence matches, whether it holds what the question's
-    kind asks for and names what the question names, and how far it stands above the rest."""
+    kind asks for and names what the question names, what of the question its passage lacks, and how far it
+    stands above the rest."""
     top = candidates[0]
+    sentence_cover, sentence_lacks = _missing(query, stats, [top.text, passage.section or "", passage.title])
+    passage_cover, passage_lacks = _missing(query, stats, [passage.text, passage.section or "", passage.title])
     unknown = unknown_words(query, stats)
     runner = next((c.score for c in candidates[1:] if c.rank != top.rank or c.pos > top.last or c.last < top.pos),
                   0.0)
@@ -353,6 +377,8 @@ def _features(query: Query, stats: CorpusStats | None, candidates: list[Candidat
         "says_asked": float(_says_what_is_asked(query, picked)),
         "asks_number": float(asks_for_number(query)), "pair": float(best.pos != best.last),
         "ja": ja, "ja_evidence": ja * top.evidence, "ja_cosine": ja * top.similarity,
+        "sentence_cover": sentence_cover, "sentence_lacks": sentence_lacks,
+        "passage_cover": passage_cover, "passage_lacks": passage_lacks,
     }
 
 
@@ -370,6 +396,7 @@ def decide(
     *,
     similarity: Similarity | None = None,
     gate: Gate | None = None,
+    estimate: Estimate | None = None,
     max_sentences: int = 2,
     max_passages: int = 5,
 ) -> tuple[list[Picked], Decision]:
@@ -402,16 +429,19 @@ def decide(
     if lead is not None:  # with the best sentence, which the lead alone would not show
         picked = [lead, *picked[: max_sentences - 1]]
         chosen[(lead.rank, lead.pos)] = "lead sentence naming the subject (who)"
-    features = _features(query, stats, candidates, best, picked, about[best.rank], kind_found)
+    features = _features(query, stats, candidates, best, picked, about[best.rank], kind_found,
+                         usable[candidates[0].rank])
     answered, probability, threshold = gate.judge(query.lang, features) if gate is not None else (True, None, None)
+    if probability is None and estimate is not None:  # the model's estimate, said beside the rules' decision
+        probability = round(estimate.probability(features), 4)
     decision = Decision(answered=answered, probability=probability, threshold=threshold, features=features,
                         weighed=_weighed(usable, candidates, chosen))
     if not answered:
-        why = "the best sentence is unlikely to hold the fact" if probability is not None else \
-            "the best sentence does not reach the threshold, or lacks what the question names or asks for"
-        shows = getattr(gate, "shows_places", None)
-        return [], decision.model_copy(update={"reason": Reason.NOT_ANSWERABLE, "detail": why, "places": bool(
-            probability is None or shows is None or shows(query.lang, probability))})
+        why = "the best sentence is unlikely to hold the fact" if threshold is not None else \
+            "the best sentence does not reach the rules' threshold, or lacks what the question names or asks for"
+        # Places to look only when the fact may be near: a question on another subject lists none.
+        places = estimate is None or probability is None or estimate.shows_places(query.lang, probability)
+        return [], decision.model_copy(update={"reason": Reason.NOT_ANSWERABLE, "detail": why, "places": places})
     antecedent = _antecedent(best, candidates, usable[best.rank].title) if best in picked else None
     if antecedent is not None and not any(o.rank == antecedent.rank and o.pos <= antecedent.pos <= o.last
                                           for o in picked):
@@ -531,6 +561,7 @@ class Answering:
     similarity: Similarity | None = None
     stats: Callable[[], CorpusStats | None] | None = None
     gate: Gate | None = None  # None: every question answered by its best sentences
+    estimate: Estimate | None = None  # the answerability model: said in each decision, and whether to list places
     # Told of every question and the passages it is answered from: `bench-answers` reads them again to say where a
     # wrong answer's fact was (not in the passages, ranked below the sentence chosen, or refused by the gate).
     observer: Callable[[str | Query, list[Passage]], None] | None = None
@@ -557,7 +588,8 @@ class Answering:
     def decide(self, question: str | Query, passages: list[Passage]) -> tuple[list[Picked], Decision]:
         if self.observer is not None:
             self.observer(question, passages)
-        picked, self.last = decide(question, passages, self._stats(), similarity=self.similarity, gate=self.gate)
+        picked, self.last = decide(question, passages, self._stats(), similarity=self.similarity, gate=self.gate,
+                                   estimate=self.estimate)
         return picked, self.last
 
     def pick(self, question: str | Query, passages: list[Passage]) -> list[Picked]:

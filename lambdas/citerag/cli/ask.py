@@ -198,8 +198,10 @@ def print_decision(decision) -> None:
         return
     verdict = "answered" if decision.answered else f"refused: {decision.reason or 'not answered'}"
     line = f"[bold]Why[/] {verdict}" + (f" — {shown(decision.detail)}" if decision.detail else "")
-    if decision.probability is not None:
+    if decision.probability is not None and decision.threshold is not None:
         line += f" (answerability {decision.probability:.2f}, threshold {decision.threshold:.2f})"
+    elif decision.probability is not None:  # the rules decided; the model's estimate is said beside them
+        line += f" (answerability estimate {decision.probability:.2f})"
     out.print(line, highlight=False)
     if decision.weighed:
         table = Table(show_lines=False, box=None)
