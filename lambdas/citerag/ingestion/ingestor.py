@@ -54,6 +54,7 @@ class _Prepared:
     access: dict[str, Any]
     replaced: bool
     size: int
+    file_hash: str = ""  # of the bytes read: what a reader of the file checks later
     vectors: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32))
     ready: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
     left: int = 0  # passages still without a vector
@@ -175,7 +176,8 @@ class Ingestor:
         texts = [passage_text(c.title, c.text) for c in chunks]
         counts = [self.tokens.counts(t) for t in texts]
         return _Prepared(order=order, doc=doc, chunks=chunks, texts=texts, counts=counts, access=access,
-                         replaced=existing is not None, size=len(data), left=len(chunks))
+                         replaced=existing is not None, size=len(data), left=len(chunks),
+                         file_hash=content_hash_of(data))
 
     def _write(self, docs: Sequence[_Prepared]) -> None:
         """Encode BM25 weights and write the documents in one transaction. Each document is encoded with the
@@ -208,7 +210,7 @@ class Ingestor:
         parents = {parent_id_for(doc, i): section.text for i, section in enumerate(doc.sections)}
         info = DocumentInfo(
             doc_id=doc.doc_id, source_uri=doc.source_uri, title=doc.title, content_hash=doc.content_hash,
-            kind=doc.kind, n_chunks=len(records), ingested_at=now, namespace=self.namespace,
+            kind=doc.kind, n_chunks=len(records), ingested_at=now, namespace=self.namespace, file_hash=p.file_hash,
         )
         return info, records, parents
 
