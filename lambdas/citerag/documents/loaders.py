@@ -15,6 +15,7 @@ from html.parser import HTMLParser
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from citerag.documents.budget import TextBudget, counting, take
 from citerag.documents.encodings import decode_text
 from citerag.documents.model import LoadedDocument, Section, content_hash_of, doc_id_for
 from citerag.documents.text import encodable, is_cjk, mark_unmapped_glyphs, resolve_overstrike
@@ -74,8 +75,10 @@ def load_bytes(
     *,
     kind: str | None = None,
     max_pages: int = DEFAULT_MAX_PAGES,
+    budget: TextBudget | None = None,
 ) -> LoadedDocument:
-    """Load a document from bytes (used for local files and S3 objects alike)."""
+    """Load a document from bytes (used for local files and S3 objects alike). With a budget, the loader counts the
+    text it reads against it and stops when it is over (documents/budget.py)."""
     # A file name that is not UTF-8 ("bad_\xff.txt") arrives with surrogate escapes, which no encoder takes: the
     # title made of it failed the embedding cache and stopped the whole ingest. Shown with U+FFFD instead.
     name = encodable(name)
@@ -83,7 +86,11 @@ def load_bytes(
     if not data:
         raise DocumentError("file is empty")
     loader: Callable[[bytes, str, int], tuple[str | None, list[Section]]] = _LOADERS[kind]
-    title, sections = loader(data, name, max_pages)
+    over = budget.max_bytes(kind) if budget is not None else None
+    if over is not None and len(data) > over:
+        raise DocumentError(budget.message(f"{len(data):,} bytes of {kind} (over {over:,})"))
+    with counting(budget):
+        title, sections = loader(data, name, max_pages)
     sections = [s for s in sections if s.text.strip()]
     if not sections:
         raise DocumentError("no text found in the file")
@@ -142,8 +149,11 @@ def _load_pdf(data: bytes, name: str, max_pages: int) -> tuple[str | None, list[
         _space_by_gaps(fonts, spaced)
         try:
             pages.append(_tidy(mark_unmapped_glyphs(page.extract_text() or "")))
+        except DocumentError:
+            raise
         except Exception as exc:
             raise DocumentError(f"PDF page {i} is corrupt ({type(exc).__name__})") from None
+        take(len(pages[-1]))
         if _unmapped_cjk_font(fonts):
             unmapped.append(i - 1)
     for i, text in zip(unmapped, _pdfminer_pages(data, unmapped) or [], strict=False):  # none, or one a page
@@ -524,7 +534,9 @@ _MD_LINK_DEFINITION = re.compile(r"^ {0,3}\[(?!\^)[^\]]{1,999}\]:\s*\S+\s*(?:[\"
 
 
 def _load_markdown(data: bytes, name: str, max_pages: int) -> tuple[str | None, list[Section]]:
-    text = _strip_html_comments(decode_text(data))
+    text = decode_text(data)
+    take(len(text))  # a Markdown file's text is its source, markup aside: counted before anything is parsed
+    text = _strip_html_comments(text)
     title: str | None = None
     path: list[tuple[int, str]] = []
     sections: list[Section] = []
@@ -845,6 +857,8 @@ class _Readable(HTMLParser):
         self.sections[-1][1].append(f"\n\n{line}\n\n")
 
     def handle_data(self, data: str) -> None:
+        if self._in_title or not self._skipping:
+            take(len(data))  # the page's text, markup and skipped elements aside, counted as it is read
         if self._in_title:
             self.title = (self.title or "") + data
         elif self._skipping:
@@ -880,11 +894,13 @@ def _load_html(data: bytes, name: str, max_pages: int) -> tuple[str | None, list
 
 
 NAVIGATION_MAX_SHARE = 0.5
+HTML_FEED_CHARS = 1 << 20
 
 
 def _read_html(text: str, *, skip_navigation: bool) -> _Readable:
     parser = _Readable(skip_navigation=skip_navigation)
-    parser.feed(text)
+    for start in range(0, len(text), HTML_FEED_CHARS):  # in pieces: a page over its budget stops being read
+        parser.feed(text[start : start + HTML_FEED_CHARS])
     parser.close()
     return parser
 
@@ -898,7 +914,9 @@ def _chars(parser: _Readable) -> int:
 
 def _load_text(data: bytes, name: str, max_pages: int) -> tuple[str | None, list[Section]]:
     # The chunker cites text files by line range; a man page saved from a pipe is read as it shows.
-    text = _join_hyphenated(_tidy(resolve_overstrike(decode_text(data)), keep_lines=True))
+    text = decode_text(data)
+    take(len(text))
+    text = _join_hyphenated(_tidy(resolve_overstrike(text), keep_lines=True))
     if not text.strip():
         raise DocumentError("text file contains only whitespace")
     return None, [Section(text=text)]

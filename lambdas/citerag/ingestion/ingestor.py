@@ -22,17 +22,19 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import numpy as np
 
+from citerag.documents.budget import TextBudget
 from citerag.documents.chunking import chunk_document, parent_id_for
-from citerag.documents.loaders import kind_for, load_bytes
+from citerag.documents.loaders import SUPPORTED_SUFFIXES, kind_for, load_bytes
 from citerag.documents.model import Chunk, LoadedDocument, content_hash_of, doc_id_for
 from citerag.documents.text import normalize
 from citerag.errors import CiteragError, DependencyError, DiskFullError, DocumentError
 from citerag.ingestion.files import IngestResult, expand_named_paths, read_regular_file, uri_to_path
+from citerag.ingestion.opening import FileTooLarge
 from citerag.ingestion.progress import IngestProgress, ProgressTracker
 from citerag.search.ports import DocumentInfo, Embedder, Record, VectorIndex
 from citerag.search.sparse import DEFAULT_TOKENS, BM25Tokens, CorpusStats, encode_document
@@ -126,7 +128,11 @@ class Ingestor:
                 raise DocumentError("no such file")
             if path.is_dir():
                 raise DocumentError("is a directory, not a file")
-            data = read_regular_file(path, self.max_file_bytes)
+            limit = self.max_bytes_for(name or path.name)
+            try:
+                data = read_regular_file(path, limit)
+            except FileTooLarge as exc:
+                raise DocumentError(self.over_budget(name or path.name, exc)) from None
         except PermissionError:
             return IngestResult(source=uri, status="failed", reason="cannot read: permission denied")
         except OSError as exc:
@@ -134,6 +140,25 @@ class Ingestor:
         except CiteragError as exc:
             return IngestResult(source=uri, status="failed", reason=str(exc))
         return data, uri
+
+    def text_budget(self) -> TextBudget:
+        """What one document may hold, counted while its loader reads it (documents/budget.py)."""
+        return TextBudget.for_passages(self.max_chunks, self.chunk_chars)
+
+    def max_bytes_for(self, name: str) -> int:
+        """The most bytes a file of this name is read for: the size cap, or less for a text format, whose bytes
+        alone can prove it holds more text than its passages could (refused before it is read)."""
+        kind = SUPPORTED_SUFFIXES.get(PurePosixPath(name).suffix.lower())
+        over = self.text_budget().max_bytes(kind) if kind else None
+        return min(self.max_file_bytes, over) if over else self.max_file_bytes
+
+    def over_budget(self, name: str, exc: Exception) -> str:
+        """Why a file over max_bytes_for(name) is refused: the size cap's message, or the text budget's."""
+        limit = self.max_bytes_for(name)
+        if limit >= self.max_file_bytes:
+            return str(exc)
+        return (f"{exc}: a {kind_for(name)} file over {limit:,} bytes holds more text than {self.max_chunks:,} "
+                "passages could (CITERAG_MAX_CHUNKS_PER_DOCUMENT); split it into smaller files")
 
     def passages_of(self, path: Path) -> list[str]:
         """The passage texts ingesting this file would embed (none when it is unchanged or cannot be indexed)."""
@@ -165,7 +190,7 @@ class Ingestor:
         existing = self.index.get_document(doc_id, self.namespace)
         if existing and existing.content_hash == version and not force:
             return IngestResult(source=source_uri, status="unchanged", chunks=existing.n_chunks)
-        doc = load_bytes(data, source_uri, name, max_pages=self.max_pages)
+        doc = load_bytes(data, source_uri, name, max_pages=self.max_pages, budget=self.text_budget())
         doc = doc.model_copy(update={"content_hash": version})
         chunks = chunk_document(doc, max_chars=self.chunk_chars, overlap_chars=self.overlap_chars)
         if not chunks:

@@ -33,6 +33,10 @@ class LinkOnPath(DocumentError):
     """A component of the path is a link now: not followed."""
 
 
+class FileTooLarge(DocumentError):
+    """The open file is over the size it may have."""
+
+
 class NotIndexedFile(DocumentError):
     """The file at the path is not the one indexed (changed, or replaced since)."""
 
@@ -94,7 +98,7 @@ def read_fd(fd: int, max_bytes: int) -> bytes:
     byte past the limit whatever the size said (a file that grows while read)."""
     size = os.fstat(fd).st_size
     if size > max_bytes:
-        raise DocumentError(f"file is too large ({size:,} bytes; the limit is {max_bytes:,})")
+        raise FileTooLarge(f"file is too large ({size:,} bytes; the limit is {max_bytes:,})")
     chunks, total = [], 0
     while total <= max_bytes:
         chunk = os.read(fd, min(READ_CHUNK, max_bytes + 1 - total))
@@ -103,7 +107,7 @@ def read_fd(fd: int, max_bytes: int) -> bytes:
         chunks.append(chunk)
         total += len(chunk)
     if total > max_bytes:
-        raise DocumentError(f"file is too large (more than {max_bytes:,} bytes)")
+        raise FileTooLarge(f"file is too large (more than {max_bytes:,} bytes)")
     return b"".join(chunks)
 
 
