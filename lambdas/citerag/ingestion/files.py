@@ -21,6 +21,9 @@ class IngestResult(BaseModel):
     chunks: int = 0
     reason: str | None = None
     transient: bool = False  # a dependency failed: retrying later may succeed
+    # Failed for a reason outside the document (I/O error, no space, permission, the index): `citerag ingest`
+    # exits with SYSTEM_FAILURE when any file did, so a scheduled job notices.
+    system: bool = False
 
 
 def expand_paths(roots: list[Path]) -> tuple[list[Path], list[IngestResult]]:
@@ -112,7 +115,7 @@ def _walk(root: Path) -> tuple[list[Path], list[IngestResult], dict[Path, str]]:
         if isinstance(exc, PermissionError):
             where = exc.filename or str(root)
             results.append(IngestResult(source=str(where), status="failed",
-                                        reason="cannot read folder: permission denied"))
+                                        reason="cannot read folder: permission denied", system=True))
     return files, results, given
 
 

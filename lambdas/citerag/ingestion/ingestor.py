@@ -134,9 +134,10 @@ class Ingestor:
             except FileTooLarge as exc:
                 raise DocumentError(self.over_budget(name or path.name, exc)) from None
         except PermissionError:
-            return IngestResult(source=uri, status="failed", reason="cannot read: permission denied")
+            return IngestResult(source=uri, status="failed", reason="cannot read: permission denied", system=True)
         except OSError as exc:
-            return IngestResult(source=uri, status="failed", reason=f"cannot read: {exc.strerror or exc}")
+            return IngestResult(source=uri, status="failed", reason=f"cannot read: {exc.strerror or exc}",
+                                system=True)
         except CiteragError as exc:
             return IngestResult(source=uri, status="failed", reason=str(exc))
         return data, uri
@@ -543,12 +544,13 @@ class _PipelineRun:
         self.stop.set()
         self.stopped_by_full_disk = True
         for p in self.unwritten:
-            self._finish(p.order, IngestResult(source=p.doc.source_uri, status="failed", reason=str(exc)))
+            self._finish(p.order, IngestResult(source=p.doc.source_uri, status="failed", reason=str(exc),
+                                               system=True))
         self.unwritten = []
         for n, path in enumerate(self.files):
             if n not in self.results:
                 self.results[n] = IngestResult(source=path.absolute().as_uri(), status="skipped",
-                                               reason="not attempted: the disk is full")
+                                               reason="not attempted: the disk is full", system=True)
 
 
 def near_duplicate_key(body: str, passage: str) -> bytes:
@@ -573,7 +575,10 @@ def _section_number(p: _Prepared, chunk_index: int) -> int:
 
 
 def _failed(source_uri: str, exc: CiteragError) -> IngestResult:
-    return IngestResult(source=source_uri, status="failed", reason=str(exc), transient=isinstance(exc, DependencyError))
+    """A document that failed: for what it holds (a DocumentError), or for a reason outside it (the index, a
+    dependency), which is the system's."""
+    return IngestResult(source=source_uri, status="failed", reason=str(exc), transient=isinstance(exc, DependencyError),
+                        system=not isinstance(exc, DocumentError))
 
 
 def _written(p: _Prepared) -> IngestResult:
