@@ -385,4 +385,6 @@ def serve(
         comps = open_index(index, namespace)
         web = build_app(comps, host)
         err.print(f"citerag on http://{host}:{port}/", highlight=False)
-        uvicorn.run(web, host=host, port=port, log_level="warning")
+        from citerag.cli.serve_http import with_deadlines
+
+        uvicorn.run(web, host=host, port=port, log_level="warning", http=with_deadlines())
