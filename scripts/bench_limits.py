@@ -47,15 +47,39 @@ def sqs_event(key: str) -> dict:
 
 
 def measured(cmd: list[str], env: dict) -> dict:
-    """Run cmd; its CPU seconds and peak RSS from the kernel's accounting of that one child (wait4)."""
+    """Run cmd; its CPU seconds from the kernel's accounting of that one child (wait4), its peak RSS from the high
+    water mark of its own memory (VmHWM, polled every 10 ms: wait4's ru_maxrss also counts what the parent held
+    when it forked)."""
+    import tempfile
+    import threading
+
     t = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    out, err = proc.stdout.read(), proc.stderr.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
+    with tempfile.TemporaryFile() as out:
+        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
+        hwm = [0]
+        done = threading.Event()
+
+        def poll() -> None:
+            while not done.is_set():
+                try:
+                    for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines():
+                        if line.startswith("VmHWM:"):
+                            hwm[0] = max(hwm[0], int(line.split()[1]))
+                except (OSError, ValueError):
+                    pass
+                done.wait(0.01)
+
+        poller = threading.Thread(target=poll, daemon=True)
+        poller.start()
+        _, status, usage = os.wait4(proc.pid, 0)
+        done.set()
+        poller.join()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        said = _reason(out.read().decode("utf-8", "replace"))
     return {"exit": proc.returncode, "wall_s": round(time.perf_counter() - t, 2),
-            "cpu_s": round(usage.ru_utime + usage.ru_stime, 2), "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
-            "said": _reason(out.decode("utf-8", "replace") + err.decode("utf-8", "replace"))}
+            "cpu_s": round(usage.ru_utime + usage.ru_stime, 2), "peak_rss_mb": round(hwm[0] / 1024, 1),
+            "said": said}
 
 
 def _reason(text: str) -> str:
