@@ -111,3 +111,12 @@ def test_an_s3_object_over_the_bound_is_refused_by_its_size_on_the_lambda_path(s
 @pytest.fixture
 def s3env(s3_ingest):
     return s3_ingest
+
+
+def test_an_html_page_read_again_in_its_declared_encoding_is_counted_once():
+    # Read as UTF-8 a megabyte at a time until its first Shift_JIS byte (past the first megabyte), then again as
+    # Shift_JIS: counted over both readings, its 1,200,195 characters would be over a budget of 1,300,000.
+    page = ('<html><head><meta charset="Shift_JIS"></head><body><p>' + "a " * 600_000
+            + "これは日本語のページです。" * 15 + "</p></body></html>")
+    doc = load_bytes(page.encode("cp932"), "file:///s.html", "s.html", budget=TextBudget(max_chars=1_300_000))
+    assert "日本語" in doc.sections[0].text

@@ -61,6 +61,13 @@ def counting(budget: TextBudget | None) -> Iterator[None]:
         _current.reset(token)
 
 
+def restart_count() -> None:
+    """The loader reads the document again from its start (in another encoding): count its text afresh."""
+    budget = _current.get()
+    if budget is not None:
+        budget.used = 0
+
+
 def take(chars: int) -> None:
     """Count `chars` characters of text a loader has read; DocumentError once the document is over its budget."""
     budget = _current.get()

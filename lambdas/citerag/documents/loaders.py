@@ -5,6 +5,7 @@ Every failure raises DocumentError with a message that names the problem and, wh
 
 from __future__ import annotations
 
+import codecs
 import io
 import logging
 import re
@@ -15,7 +16,7 @@ from html.parser import HTMLParser
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from citerag.documents.budget import TextBudget, counting, take
+from citerag.documents.budget import TextBudget, counting, restart_count, take
 from citerag.documents.encodings import decode_text
 from citerag.documents.model import LoadedDocument, Section, content_hash_of, doc_id_for
 from citerag.documents.text import encodable, is_cjk, mark_unmapped_glyphs, resolve_overstrike
@@ -874,8 +875,13 @@ class _Readable(HTMLParser):
 
 
 def _load_html(data: bytes, name: str, max_pages: int) -> tuple[str | None, list[Section]]:
-    text = decode_text(data, html=True)
-    parser = _read_html(text, skip_navigation=True)
+    text: bytes | str = data if _plain_utf8_start(data) else decode_text(data, html=True)
+    try:
+        parser = _read_html(text, skip_navigation=True)
+    except UnicodeDecodeError:  # not UTF-8 after all: read as the file says, its text counted afresh
+        restart_count()
+        text = decode_text(data, html=True)
+        parser = _read_html(text, skip_navigation=True)
     if parser.skipped_navigation:
         # An element skipped for its attributes ends at its own end tag: one left open (HTML lets "<p>" and "<li>"
         # go unclosed, and pages leave others open) would take the rest of the page with it. Navigation is a small
@@ -897,12 +903,29 @@ NAVIGATION_MAX_SHARE = 0.5
 HTML_FEED_CHARS = 1 << 20
 
 
-def _read_html(text: str, *, skip_navigation: bool) -> _Readable:
+def _read_html(text: bytes | str, *, skip_navigation: bool) -> _Readable:
+    """The page read in pieces, so one over its text budget stops being read. Given bytes (plain UTF-8), they are
+    decoded piece by piece: a large page is never held a second time as one string (UnicodeDecodeError when it is
+    not UTF-8 after all)."""
     parser = _Readable(skip_navigation=skip_navigation)
-    for start in range(0, len(text), HTML_FEED_CHARS):  # in pieces: a page over its budget stops being read
-        parser.feed(text[start : start + HTML_FEED_CHARS])
+    if isinstance(text, str):
+        for start in range(0, len(text), HTML_FEED_CHARS):
+            parser.feed(text[start : start + HTML_FEED_CHARS])
+    else:
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        view = memoryview(text)
+        for start in range(0, len(view), HTML_FEED_CHARS):
+            parser.feed(decoder.decode(view[start : start + HTML_FEED_CHARS]))
+        parser.feed(decoder.decode(b"", final=True))
     parser.close()
     return parser
+
+
+def _plain_utf8_start(data: bytes) -> bool:
+    """Whether decode_text would read the page as UTF-8 from its first bytes on: no byte-order mark, no NUL; the
+    rest is checked as it is decoded."""
+    return not data.startswith((codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) \
+        and b"\x00" not in data[:8192]
 
 
 def _chars(parser: _Readable) -> int:

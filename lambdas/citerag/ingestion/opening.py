@@ -99,7 +99,10 @@ def read_fd(fd: int, max_bytes: int) -> bytes:
     size = os.fstat(fd).st_size
     if size > max_bytes:
         raise FileTooLarge(f"file is too large ({size:,} bytes; the limit is {max_bytes:,})")
-    chunks, total = [], 0
+    # One read of the whole file where it can (one buffer, not pieces joined into a second copy of it), then on
+    # until the end, one byte past the limit at most.
+    first = os.read(fd, min(size, max_bytes) + 1)
+    chunks, total = [first], len(first)
     while total <= max_bytes:
         chunk = os.read(fd, min(READ_CHUNK, max_bytes + 1 - total))
         if not chunk:
@@ -108,7 +111,7 @@ def read_fd(fd: int, max_bytes: int) -> bytes:
         total += len(chunk)
     if total > max_bytes:
         raise FileTooLarge(f"file is too large (more than {max_bytes:,} bytes)")
-    return b"".join(chunks)
+    return first if len(chunks) == 1 else b"".join(chunks)
 
 
 def chunks_of(fd: int, size: int) -> Iterator[bytes]:
