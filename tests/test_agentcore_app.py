@@ -195,7 +195,7 @@ PAYLOAD_CASES = [
      "'access.groups' must be a list of string ids"),
     ('{"prompt": "\\u0000\\u0001"}', {}, 400, "only control characters"),
     ('{"prompt": "q?"}', {SESSION_HEADER: "s" * 300}, 400, "session id"),
-    ('{"prompt": "q?", "prompt": ""}', {}, 400, "'prompt' is empty"),
+    ('{"prompt": "q?", "prompt": ""}', {}, 400, "'prompt' is written twice"),
 ]
 JWT_CASES = [
     ('{"prompt": "q?"}', {}, 403, "no bearer token"),

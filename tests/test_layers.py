@@ -29,6 +29,7 @@ LAYER = {
     "agentcore_app": 9,  # the AgentCore Runtime entry point (BedrockAgentCoreApp)
     "answerers": 9.5,  # the one face ask, chat, serve, MCP and the benches call
     "mcp_server": 9.6,  # `citerag mcp`: the MCP server over the embedded index
+    "mcp_stdio": 9,  # `citerag mcp` over stdio: every line checked, a malformed one answered
     "bench": 10,
     "cli": 11,
     "command": 12,  # the `citerag` entry point: the CLI, or a line naming the extra it needs

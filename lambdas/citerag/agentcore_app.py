@@ -20,7 +20,7 @@ from typing import Any
 from bedrock_agentcore.runtime import BedrockAgentCoreApp
 from starlette.responses import JSONResponse
 
-from citerag.citations.access import AccessError, bearer_claims, from_claims, from_payload
+from citerag.citations.access import AccessError, bearer_claims, from_claims, from_payload, single_header, unique_keys
 from citerag.errors import QueryError
 from citerag.runtimes.agentcore.events import (
     BadInvocation,
@@ -125,9 +125,56 @@ class InProcessRuntime:
         return answer_from_events(events), events
 
 
+class Unambiguous:
+    """ASGI middleware: an invocation whose identity two readers could read two ways is refused with 400 before
+    the SDK reads it: two Authorization headers with different values (the SDK keeps the last, a proxy may use
+    the first), or a JSON body with a key written twice ({"access": …, "access": …}: Python keeps the last)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http" or scope.get("path") != "/invocations":
+            await self.app(scope, receive, send)
+            return
+        try:
+            single_header(scope.get("headers") or [], "Authorization")
+        except AccessError as exc:
+            await JSONResponse(error_event("bad_request", str(exc)), status_code=400)(scope, receive, send)
+            return
+        chunks, more = [], True
+        while more:  # read whole, as the SDK would, then handed on unchanged
+            message = await receive()
+            if message["type"] != "http.request":
+                await self.app(scope, receive, send)
+                return
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        try:
+            json.loads(body, object_pairs_hook=unique_keys)
+        except AccessError as exc:
+            await JSONResponse(error_event("bad_request", str(exc)), status_code=400)(scope, receive, send)
+            return
+        except (ValueError, RecursionError):
+            pass  # not JSON: the SDK's own answer
+
+        replayed = False
+
+        async def replay():
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
+
+
 def create_app(components=None) -> BedrockAgentCoreApp:
     """The runtime app over these components (tests), or over CITERAG_* settings built on the first invocation."""
     app = BedrockAgentCoreApp()
+    app.add_middleware(Unambiguous)
     built: Handler | None = None
 
     @app.entrypoint

@@ -51,7 +51,7 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS documents (
     namespace TEXT NOT NULL, doc_id TEXT NOT NULL, source_uri TEXT NOT NULL, title TEXT NOT NULL,
     content_hash TEXT NOT NULL, kind TEXT NOT NULL, n_chunks INTEGER NOT NULL, ingested_at TEXT NOT NULL,
-    PRIMARY KEY (namespace, doc_id));
+    file_hash TEXT NOT NULL DEFAULT '', PRIMARY KEY (namespace, doc_id));
 CREATE INDEX IF NOT EXISTS documents_uri ON documents (namespace, source_uri);
 CREATE TABLE IF NOT EXISTS parents (
     namespace TEXT NOT NULL, parent_id TEXT NOT NULL, doc_id TEXT NOT NULL, text TEXT NOT NULL,
@@ -131,6 +131,10 @@ class SqliteIndex:
         return IndexError_(f"the index {self.path} cannot be used: {msg}")
 
     def _check_meta(self, dim: int | None, model_id: str | None) -> None:
+        columns = {r[1] for r in self._conn.execute("PRAGMA table_info(documents)")}
+        if "file_hash" not in columns:  # an index from before files' hashes were kept: they read as unknown
+            with self._tx():
+                self._conn.execute("ALTER TABLE documents ADD COLUMN file_hash TEXT NOT NULL DEFAULT ''")
         rows = dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
         version = int(rows.get("schema_version", SCHEMA_VERSION))
         if version == 1:
@@ -285,9 +289,10 @@ class SqliteIndex:
             [(namespace, pid, info.doc_id, text) for pid, text in parents.items()],
         )
         self._conn.execute(
-            "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO documents (namespace, doc_id, source_uri, title, content_hash, kind, n_chunks, ingested_at, "
+            "file_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (namespace, info.doc_id, info.source_uri, info.title, info.content_hash, info.kind,
-             len(records), info.ingested_at),
+             len(records), info.ingested_at, info.file_hash),
         )
         self._apply_stats(namespace, added, len(records), total_len, sign=1)
 
@@ -381,12 +386,12 @@ class SqliteIndex:
 
     def _docs(self, where: str, args: tuple) -> list[DocumentInfo]:
         rows = self._read(
-            "SELECT namespace, doc_id, source_uri, title, content_hash, kind, n_chunks, ingested_at "
+            "SELECT namespace, doc_id, source_uri, title, content_hash, kind, n_chunks, ingested_at, file_hash "
             f"FROM documents {where}", args
         )
         return [
             DocumentInfo(namespace=r[0], doc_id=r[1], source_uri=r[2], title=r[3], content_hash=r[4],
-                         kind=r[5], n_chunks=r[6], ingested_at=r[7])
+                         kind=r[5], n_chunks=r[6], ingested_at=r[7], file_hash=r[8])
             for r in rows
         ]
 

@@ -36,12 +36,46 @@ def bearer_claims(authorization: str | None) -> dict[str, Any]:
         raise AccessError("the Authorization header is not a bearer JWT")
     body = token.split(".")[1]
     try:
-        claims = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+        claims = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)), object_pairs_hook=unique_keys)
+    except AccessError:
+        raise
     except (binascii.Error, ValueError, UnicodeDecodeError, RecursionError):
         raise AccessError("the bearer token's claims are not readable") from None
     if not isinstance(claims, dict):
         raise AccessError("the bearer token's claims are not an object")
     return claims
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose every key is written once (json.loads' object_pairs_hook). Where identity is read, a key
+    written twice means two readers may take two different values (Python's json keeps the last, other parsers the
+    first): the request is refused, not read one way."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise AccessError(f"the key {key[:60]!r} is written twice; send each key once")
+        out[key] = value
+    return out
+
+
+def single_header(headers: Any, name: str) -> str | None:
+    """The one value of header `name` (any spelling: HTTP names are case-insensitive) in a header map or a list of
+    (name, value) pairs; None when absent. Two spellings or copies with different values are refused: which one
+    counts would depend on the reader (`authorization` for one, `Authorization` for another)."""
+    items = headers.items() if isinstance(headers, dict) else headers if isinstance(headers, list | tuple) else []
+    wanted = name.lower()
+    values = []
+    for item in items:
+        if not isinstance(item, list | tuple) or len(item) != 2:
+            continue
+        key, value = item
+        key = key.decode("latin-1") if isinstance(key, bytes) else key
+        value = value.decode("latin-1") if isinstance(value, bytes) else value
+        if isinstance(key, str) and key.lower() == wanted:
+            values.append(value)
+    if len(set(map(str, values))) > 1:
+        raise AccessError(f"the request carries {len(values)} different {name} headers; send one")
+    return values[0] if values else None
 
 
 def from_claims(claims: dict[str, Any], tenant_claim: str, groups_claim: str) -> dict[str, str]:

@@ -8,6 +8,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, Field
 
+from citerag.citations.claude_format import without_marks
 from citerag.citations.decision import Decision
 from citerag.citations.excerpts import as_source
 from citerag.search.passage import Passage
@@ -69,7 +70,9 @@ class Sentence(Protocol):
 
 
 def compose(picked: Iterable[Sentence], by_sid: Mapping[str | None, Passage]) -> Answer:
-    """Join picked sentences into one text with [S#] markers; one citation per sentence."""
+    """Join picked sentences into one text with [S#] markers; one citation per sentence. A sentence's own
+    citation-shaped marks (a document's footnote "[2]", a "[S3]" in its text) are left out of the answer, where they
+    would read as citations; the source's excerpt keeps the sentence as written."""
     text = ""
     citations: list[Citation] = []
     sources: dict[str, Passage] = {}
@@ -79,8 +82,9 @@ def compose(picked: Iterable[Sentence], by_sid: Mapping[str | None, Passage]) ->
         sources.setdefault(p.source_id, src.model_copy())  # the list's: its lines grow, the citation's do not
         text += joiner
         start = len(text)
-        text += p.sentence
-        citations.append(Citation(text=p.sentence, start=start, end=len(text), sources=[src]))
+        said = without_marks(p.sentence)
+        text += said
+        citations.append(Citation(text=said, start=start, end=len(text), sources=[src]))
         text += f" [{p.source_id}]"
         joiner = " "
     return Answer(text=text, citations=citations, sources=list(sources.values()))

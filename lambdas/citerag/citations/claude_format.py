@@ -53,6 +53,22 @@ def clean(text: str | None) -> str:
     return html.unescape(text or "").strip()
 
 
+# A citation mark as answers and documents print them: "[2]", "[1, 3]", "[4-6]" after a space or Japanese text, and
+# the source-id marks answers are written with ("[S1]", "[S1-abcdef]"). In the answer protocol a citation is a
+# <source>; a mark in a part's text is the document's own (its footnote "[2]", copied with the sentence) or written
+# by the model, and cites nothing here: shown, a reader took "[2]" for a citation with no source.
+_NUMBER_MARK = re.compile(r"(?:(?<=[\u3040-\u30ff\u4e00-\u9fff\uff00-\uffef])|^|\s+)"
+                          r"\[\d{1,3}(?:\s?[,\u2013-]\s?\d{1,3}){0,8}\](?=$|[\s.,;:!?)\u3001\u3002\uff09])")
+_SOURCE_MARK = re.compile(r"\s*\[S\d{1,4}(?:-[A-Za-z0-9]{1,16})?\]")
+
+
+def without_marks(text: str) -> str:
+    """The text with its citation-shaped marks removed: only a <source> (or a citation span) cites."""
+    if "[" not in text:
+        return text
+    return _SOURCE_MARK.sub("", _NUMBER_MARK.sub("", text)).strip()
+
+
 def rationale(text: str) -> str:
     t = inner(text, "thinking", allow_unclosed=False)
     if t is None:
@@ -102,9 +118,9 @@ def answer(text: str) -> list[AnswerPart] | None:
             body = raw if cut < 0 else raw[:cut]
         sources_block = inner(raw, "sources", allow_unclosed=True) or ""
         sources = [clean(s) for s in all_inner(sources_block, "source", allow_unclosed_last=True)]
-        parts.append(AnswerPart(clean(_strip_tags(body)), [s for s in sources if s]))
+        parts.append(AnswerPart(without_marks(clean(_strip_tags(body))), [s for s in sources if s]))
     if not parts:
-        bare = clean(_strip_tags(block))
+        bare = without_marks(clean(_strip_tags(block)))
         if bare:
             parts.append(AnswerPart(bare, []))
     return parts

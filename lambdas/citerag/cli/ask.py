@@ -70,6 +70,7 @@ def ask(
 
     with errors(as_json):
         analyze(question)
+        comps = None  # a deployed runtime's answer cites files this machine has not indexed
         if save_trace:
             writable(save_trace, "--save-trace")
         flt = parse_cli(filter_ or [])
@@ -135,7 +136,8 @@ def ask(
         if open_n is not None:
             from citerag.cli import opener
 
-            out.print(f"[dim]opening {shown(opener.open_numbered(answer, open_n))}[/]", highlight=False)
+            opened = opener.open_numbered(answer, open_n, comps=comps)
+            out.print(f"[dim]opening {shown(opened)}[/]", highlight=False)
         if trace:
             from citerag.traces.agentcore import steps_from_runtime_events
             from citerag.traces.steps import steps_from_events

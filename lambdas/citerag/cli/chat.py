@@ -67,7 +67,7 @@ def chat(
                 continue
             try:
                 if line.startswith("/open"):
-                    uri = opener.open_numbered(last, _number(line))
+                    uri = opener.open_numbered(last, _number(line), comps=comps)
                     _say({"opened": uri}, f"[dim]opening {shown(uri)}[/]", as_json)
                     continue
                 if line.startswith("/"):

@@ -34,7 +34,11 @@ def ingest(
     namespace: NamespaceOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Index PDF, Markdown, HTML and text files. Unchanged files are skipped."""
+    """Index PDF, Markdown, HTML and text files. Unchanged files are skipped.
+
+    Exit status: 0 when done (a file that cannot be indexed for what it holds is reported, not fatal); 1 when no
+    file could be indexed or the command itself failed; 3 when any file failed for a system reason (an I/O error,
+    no space left, a permission, the index), which the summary names."""
     with errors(as_json):
         extra = parse_meta(meta or [])
         comps = components(index, namespace)
@@ -48,12 +52,18 @@ def ingest(
         # Without --sync, documents whose files were deleted or renamed stay searchable (and a renamed one is cited
         # twice): say so, and how to drop them.
         gone = [] if sync else comps.ingestor(extra).gone(paths)
+        system = system_failures(results)
         if as_json:
-            print(json.dumps({"summary": counts, "embedded": embedded, "passages": passages,
+            print(json.dumps({"summary": counts, "system_failures": system, "embedded": embedded, "passages": passages,
                               "seconds": round(seconds, 3), "results": [r.model_dump() for r in results],
                               "files_gone": gone}, ensure_ascii=False))
         else:
             _print_ingest(results, counts, embedded, passages, seconds)
+            if system:
+                reasons = ", ".join(f"{reason} ({n})" for reason, n in system.items())
+                out.print(f"[bold red]{plural(sum(system.values()), 'file')} failed for a system reason, not for "
+                          f"what {'it holds' if sum(system.values()) == 1 else 'they hold'}: {shown(reasons)}[/]",
+                          highlight=False, soft_wrap=True)
             if gone:
                 one = len(gone) == 1
                 named = ", ".join(shown(display(g)) for g in gone[:GONE_NAMED])
@@ -62,11 +72,25 @@ def ingest(
                           f"{'has' if one else 'have'} no file any more (deleted or renamed): "
                           f"{named}{more}; add --sync to remove {'it' if one else 'them'}[/]",
                           highlight=False, soft_wrap=True)
+        if system:
+            raise typer.Exit(SYSTEM_FAILURE)
         if counts["failed"] and not (counts["added"] or counts["replaced"] or counts["unchanged"]):
             raise typer.Exit(1)
 
 
-GONE_NAMED = 5  # the files a notice names before it counts the rest
+SYSTEM_FAILURE = 3  # the exit status when any file failed for a system reason (documented in `ingest --help`)
+GONE_NAMED = 5
+
+
+def system_failures(results) -> dict[str, int]:
+    """How many files failed (or were not attempted) for each system reason, as the summary names them: the reason
+    without the file's own part ("cannot read: Input/output error", "the disk holding … is full")."""
+    out: dict[str, int] = {}
+    for r in results:
+        if r.system and r.status in ("failed", "skipped"):
+            reason = (r.reason or "unknown").split(";")[0]
+            out[reason] = out.get(reason, 0) + 1
+    return out  # the files a notice names before it counts the rest
 
 
 def _print_ingest(results, counts: dict[str, int], embedded: int, passages: int, seconds: float) -> None:

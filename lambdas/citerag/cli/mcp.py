@@ -38,7 +38,11 @@ def mcp(
             access["groups"] = json.dumps(group)
         server = build_server(comps, access=access)
         if http is None:
-            server.run()
+            import anyio
+
+            from citerag.mcp_stdio import run_stdio
+
+            anyio.run(run_stdio, server)
         else:
             port_free(host, http, "--http")
             err.print(f"citerag MCP server on http://{host}:{http}/mcp", highlight=False)

@@ -8,8 +8,8 @@ from __future__ import annotations
 import html
 import ipaddress
 import json
+import mimetypes
 import re
-from pathlib import Path
 from typing import Annotated
 from urllib.parse import quote, urlsplit
 
@@ -28,6 +28,9 @@ from citerag.search.passage import location
 from citerag.search.query import analyze
 
 CONTEXT_LINES = 500  # shown before and after the cited lines of a text file
+CITED_LINES_MAX = 1000  # of a cited range shown marked; a passage spans a few dozen lines
+LINE_CHARS_MAX = 2000  # of one line shown; the rest is cut with a mark
+LINES_MAX_BYTES = 16 * 1024 * 1024  # a text file larger than this opens as itself (/file), not as numbered lines
 
 PAGE = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>citerag</title><style>
 body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:52rem;color:#222}
@@ -184,25 +187,45 @@ def build_app(comps, host: str = "127.0.0.1"):
     """The Starlette app over loaded components (the model loads once, at start), answering requests for `host`
     (the address it is bound to) and the loopback names only."""
     from starlette.applications import Starlette
-    from starlette.responses import FileResponse, HTMLResponse, JSONResponse, PlainTextResponse, StreamingResponse
+    from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, StreamingResponse
     from starlette.routing import Route
 
     from citerag.answerers import open_answerer
     from citerag.ingestion.files import uri_to_path
+    from citerag.ingestion.opening import LinkOnPath, NotIndexedFile, Verifier, chunks_of, expected_hashes
 
     session: dict[str, str] = {}  # the page's session carries no tenant or groups: it sees public documents
     ask = open_answerer(comps, "local", session_attributes=session).ask
     visible = may_see(session, comps.search_tool().config)
 
-    def known_file(uri: str) -> Path | None:
-        """A document of this index the page's session may read, as search would let it: a tenant's or a group's
-        file is no more served than it is cited."""
+    def known_file(uri: str):
+        """(path, the document's record) of a document of this index the page's session may read, as search would
+        let it: a tenant's or a group's file is no more served than it is cited."""
         ns = comps.settings.namespace
         doc = comps.index.find_by_uri(uri, ns)
         if doc is None or not visible(comps.index.document_metadata(doc.doc_id, ns)):
             return None
         path = uri_to_path(uri)
-        return path if path and path.is_file() else None
+        return (path, doc) if path else None
+
+    verifier = Verifier(comps.settings.max_file_bytes)
+
+    def opened(uri: str):
+        """The indexed file, opened without following a link on any component of its path and checked to be the
+        one indexed before a byte of it is read; a response saying why not otherwise."""
+        known = known_file(uri)
+        if known is None:
+            return None, PlainTextResponse("not a document of this index", status_code=404)
+        path, doc = known
+        try:
+            return verifier.open(path, expected_hashes(doc)), None
+        except (LinkOnPath, NotIndexedFile) as exc:
+            return None, PlainTextResponse(str(exc), status_code=409)
+        except CiteragError as exc:
+            return None, PlainTextResponse(f"cannot read {path.name}: {exc}", status_code=404)
+        except OSError as exc:
+            return None, PlainTextResponse(f"cannot read {path.name}: {exc.strerror or 'I/O error'}",
+                                           status_code=503)
 
     async def index(request):
         return HTMLResponse(PAGE)
@@ -249,9 +272,10 @@ def build_app(comps, host: str = "127.0.0.1"):
 
     async def source(request):
         uri = request.query_params.get("uri", "")
-        path = known_file(uri)
-        if path is None:
+        known = known_file(uri)
+        if known is None:
             return PlainTextResponse("not a document of this index", status_code=404)
+        path = known[0]
         page = request.query_params.get("page", "")
         page_n = _number(page) or None
         section = request.query_params.get("section", "")[:500]
@@ -277,23 +301,41 @@ def build_app(comps, host: str = "127.0.0.1"):
         return HTMLResponse(body)
 
     async def file(request):
-        path = known_file(request.query_params.get("uri", ""))
-        if path is None:
-            return PlainTextResponse("not a document of this index", status_code=404)
+        got, refused = opened(request.query_params.get("uri", ""))
+        if refused is not None:
+            return refused
+        path = uri_to_path(request.query_params["uri"])
         # Opened on its own, an HTML document gets a unique origin and no scripts (CSP sandbox), and nothing is
         # sniffed into HTML; the PDF viewer needs no sandbox and would not render in one.
-        headers = {"X-Content-Type-Options": "nosniff"}
+        headers = {"X-Content-Type-Options": "nosniff", "Content-Length": str(got.size)}
         if path.suffix.lower() != ".pdf":
             headers["Content-Security-Policy"] = "sandbox; script-src 'none'; object-src 'none'"
-        return FileResponse(path, headers=headers)
+        media = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+        if media.startswith("text/"):
+            media += "; charset=utf-8"
+
+        def body():  # from the descriptor that was checked, never the name again
+            try:
+                yield from chunks_of(got.fd, got.size)
+            finally:
+                got.close()
+
+        return StreamingResponse(body(), media_type=media, headers=headers)
 
     async def numbered(request):
-        path = known_file(request.query_params.get("uri", ""))
-        if path is None:
-            return PlainTextResponse("not a document of this index", status_code=404)
+        got, refused = opened(request.query_params.get("uri", ""))
+        if refused is not None:
+            return refused
+        try:
+            if got.size > LINES_MAX_BYTES:
+                return PlainTextResponse(f"the file is over {LINES_MAX_BYTES:,} bytes, too large to show as "
+                                         "numbered lines; open the file itself", status_code=413)
+            data = got.read()
+        finally:
+            got.close()
         bounds = [request.query_params.get(k, "") for k in ("from", "to")]
         first, last = (_number(b) for b in bounds)
-        return HTMLResponse(numbered_lines(path.read_bytes(), first, last))
+        return HTMLResponse(numbered_lines(data, first, last))
 
     return _only_for(Starlette(routes=[Route("/", index), Route("/api/ask", api_ask), Route("/source", source),
                                        Route("/file", file), Route("/lines", numbered)]), host)
@@ -314,12 +356,19 @@ def numbered_lines(data: bytes, first: int, last: int) -> str:
         text = data.decode("utf-8-sig", errors="replace")
     text = resolve_overstrike(text)
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    start = max(1, first - CONTEXT_LINES) if first else 1
-    stop = min(len(lines), last + CONTEXT_LINES) if last else len(lines)
+    # A bounded window whatever the query says: from=0&to=0 (or a range of a million lines) rendered the whole
+    # file, 82 MB of HTML from a 4 MB file. Lines first..last (at most CITED_LINES_MAX of them) are marked.
+    cited = first > 0
+    first = min(max(first, 1), len(lines))
+    last = min(max(last, first), first + CITED_LINES_MAX - 1, len(lines))
+    start = max(1, first - CONTEXT_LINES)
+    stop = min(len(lines), last + CONTEXT_LINES)
     rows = []
     for n in range(start, stop + 1):
-        mark = " class='cited'" if first <= n <= last else ""
-        rows.append(f"<span id='L{n}'{mark}><i>{n}</i>{html.escape(lines[n - 1])}</span>")
+        mark = " class='cited'" if cited and first <= n <= last else ""
+        line = lines[n - 1]
+        shown = html.escape(line[:LINE_CHARS_MAX]) + (" <b>[…]</b>" if len(line) > LINE_CHARS_MAX else "")
+        rows.append(f"<span id='L{n}'{mark}><i>{n}</i>{shown}</span>")
     return ("<!DOCTYPE html><html><head><meta charset='utf-8'><style>pre{font:13px/1.5 monospace;margin:0}"
             "span{display:block;white-space:pre-wrap}i{display:inline-block;width:4em;color:#999;font-style:normal;"
             "user-select:none}.cited{background:#fff3b0}</style></head><body><pre>"
@@ -343,4 +392,6 @@ def serve(
         comps = open_index(index, namespace)
         web = build_app(comps, host)
         err.print(f"citerag on http://{host}:{port}/", highlight=False)
-        uvicorn.run(web, host=host, port=port, log_level="warning")
+        from citerag.cli.serve_http import with_deadlines
+
+        uvicorn.run(web, host=host, port=port, log_level="warning", http=with_deadlines())

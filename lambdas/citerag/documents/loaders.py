@@ -5,6 +5,7 @@ Every failure raises DocumentError with a message that names the problem and, wh
 
 from __future__ import annotations
 
+import codecs
 import io
 import logging
 import re
@@ -15,6 +16,7 @@ from html.parser import HTMLParser
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from citerag.documents.budget import TextBudget, counting, restart_count, take
 from citerag.documents.encodings import decode_text
 from citerag.documents.model import LoadedDocument, Section, content_hash_of, doc_id_for
 from citerag.documents.text import encodable, is_cjk, mark_unmapped_glyphs, resolve_overstrike
@@ -74,8 +76,10 @@ def load_bytes(
     *,
     kind: str | None = None,
     max_pages: int = DEFAULT_MAX_PAGES,
+    budget: TextBudget | None = None,
 ) -> LoadedDocument:
-    """Load a document from bytes (used for local files and S3 objects alike)."""
+    """Load a document from bytes (used for local files and S3 objects alike). With a budget, the loader counts the
+    text it reads against it and stops when it is over (documents/budget.py)."""
     # A file name that is not UTF-8 ("bad_\xff.txt") arrives with surrogate escapes, which no encoder takes: the
     # title made of it failed the embedding cache and stopped the whole ingest. Shown with U+FFFD instead.
     name = encodable(name)
@@ -83,7 +87,11 @@ def load_bytes(
     if not data:
         raise DocumentError("file is empty")
     loader: Callable[[bytes, str, int], tuple[str | None, list[Section]]] = _LOADERS[kind]
-    title, sections = loader(data, name, max_pages)
+    over = budget.max_bytes(kind) if budget is not None else None
+    if over is not None and len(data) > over:
+        raise DocumentError(budget.message(f"{len(data):,} bytes of {kind} (over {over:,})"))
+    with counting(budget):
+        title, sections = loader(data, name, max_pages)
     sections = [s for s in sections if s.text.strip()]
     if not sections:
         raise DocumentError("no text found in the file")
@@ -142,8 +150,11 @@ def _load_pdf(data: bytes, name: str, max_pages: int) -> tuple[str | None, list[
         _space_by_gaps(fonts, spaced)
         try:
             pages.append(_tidy(mark_unmapped_glyphs(page.extract_text() or "")))
+        except DocumentError:
+            raise
         except Exception as exc:
             raise DocumentError(f"PDF page {i} is corrupt ({type(exc).__name__})") from None
+        take(len(pages[-1]))
         if _unmapped_cjk_font(fonts):
             unmapped.append(i - 1)
     for i, text in zip(unmapped, _pdfminer_pages(data, unmapped) or [], strict=False):  # none, or one a page
@@ -524,7 +535,9 @@ _MD_LINK_DEFINITION = re.compile(r"^ {0,3}\[(?!\^)[^\]]{1,999}\]:\s*\S+\s*(?:[\"
 
 
 def _load_markdown(data: bytes, name: str, max_pages: int) -> tuple[str | None, list[Section]]:
-    text = _strip_html_comments(decode_text(data))
+    text = decode_text(data)
+    take(len(text))  # a Markdown file's text is its source, markup aside: counted before anything is parsed
+    text = _strip_html_comments(text)
     title: str | None = None
     path: list[tuple[int, str]] = []
     sections: list[Section] = []
@@ -867,6 +880,8 @@ class _Readable(HTMLParser):
     def handle_data(self, data: str) -> None:
         if not data.isspace():
             self._term_ended = self._joined = False
+        if self._in_title or not self._skipping:
+            take(len(data))  # the page's text, markup and skipped elements aside, counted as it is read
         if self._in_title:
             self.title = (self.title or "") + data
         elif self._skipping:
@@ -882,8 +897,13 @@ class _Readable(HTMLParser):
 
 
 def _load_html(data: bytes, name: str, max_pages: int) -> tuple[str | None, list[Section]]:
-    text = decode_text(data, html=True)
-    parser = _read_html(text, skip_navigation=True)
+    text: bytes | str = data if _plain_utf8_start(data) else decode_text(data, html=True)
+    try:
+        parser = _read_html(text, skip_navigation=True)
+    except UnicodeDecodeError:  # not UTF-8 after all: read as the file says, its text counted afresh
+        restart_count()
+        text = decode_text(data, html=True)
+        parser = _read_html(text, skip_navigation=True)
     if parser.skipped_navigation:
         # An element skipped for its attributes ends at its own end tag: one left open (HTML lets "<p>" and "<li>"
         # go unclosed, and pages leave others open) would take the rest of the page with it. Navigation is a small
@@ -902,13 +922,32 @@ def _load_html(data: bytes, name: str, max_pages: int) -> tuple[str | None, list
 
 
 NAVIGATION_MAX_SHARE = 0.5
+HTML_FEED_CHARS = 1 << 20
 
 
-def _read_html(text: str, *, skip_navigation: bool) -> _Readable:
+def _read_html(text: bytes | str, *, skip_navigation: bool) -> _Readable:
+    """The page read in pieces, so one over its text budget stops being read. Given bytes (plain UTF-8), they are
+    decoded piece by piece: a large page is never held a second time as one string (UnicodeDecodeError when it is
+    not UTF-8 after all)."""
     parser = _Readable(skip_navigation=skip_navigation)
-    parser.feed(text)
+    if isinstance(text, str):
+        for start in range(0, len(text), HTML_FEED_CHARS):
+            parser.feed(text[start : start + HTML_FEED_CHARS])
+    else:
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        view = memoryview(text)
+        for start in range(0, len(view), HTML_FEED_CHARS):
+            parser.feed(decoder.decode(view[start : start + HTML_FEED_CHARS]))
+        parser.feed(decoder.decode(b"", final=True))
     parser.close()
     return parser
+
+
+def _plain_utf8_start(data: bytes) -> bool:
+    """Whether decode_text would read the page as UTF-8 from its first bytes on: no byte-order mark, no NUL; the
+    rest is checked as it is decoded."""
+    return not data.startswith((codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) \
+        and b"\x00" not in data[:8192]
 
 
 def _chars(parser: _Readable) -> int:
@@ -920,7 +959,9 @@ def _chars(parser: _Readable) -> int:
 
 def _load_text(data: bytes, name: str, max_pages: int) -> tuple[str | None, list[Section]]:
     # The chunker cites text files by line range; a man page saved from a pipe is read as it shows.
-    text = _join_hyphenated(_tidy(resolve_overstrike(decode_text(data)), keep_lines=True))
+    text = decode_text(data)
+    take(len(text))
+    text = _join_hyphenated(_tidy(resolve_overstrike(text), keep_lines=True))
     if not text.strip():
         raise DocumentError("text file contains only whitespace")
     return None, [Section(text=text)]

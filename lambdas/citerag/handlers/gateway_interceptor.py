@@ -20,7 +20,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
-from citerag.citations.access import GATEWAY_ACCESS_FIELD, AccessError, bearer_claims, from_claims
+from citerag.citations.access import GATEWAY_ACCESS_FIELD, AccessError, bearer_claims, from_claims, single_header
 from citerag.handlers.entry import Handler, from_settings
 
 logger = Logger(service="citerag-gateway-interceptor")
@@ -44,7 +44,12 @@ def build(components) -> Handler:
             return _refuse(None, INVALID_REQUEST, "the request body is not a JSON-RPC message or batch")
         if not any(m.get("method") == "tools/call" for m in messages):
             return _forward(request)
-        access = _access(request.get("headers"), s)
+        try:  # two Authorization headers with different tokens: refused, not read as whichever comes first
+            authorization = single_header(request.get("headers"), "Authorization")
+        except AccessError as exc:
+            first = next((m for m in messages if m.get("method") == "tools/call"), {})
+            return _refuse(first.get("id") if not isinstance(body, list) else None, INVALID_REQUEST, str(exc))
+        access = _access(authorization, s)
         stamped = []
         for message in messages:
             if message.get("method") == "tools/call":
@@ -72,10 +77,7 @@ def _refuse(message_id: Any, code: int, message: str) -> dict[str, Any]:
         "statusCode": 400, "body": {"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": message}}}}}
 
 
-def _access(headers: Any, s) -> dict[str, Any]:
-    auth = None
-    if isinstance(headers, dict):
-        auth = next((v for k, v in headers.items() if isinstance(k, str) and k.lower() == "authorization"), None)
+def _access(auth: Any, s) -> dict[str, Any]:
     try:
         access = from_claims(bearer_claims(auth), s.agentcore_tenant_claim, s.agentcore_groups_claim)
     except AccessError as exc:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import errno
 import os
-import stat
 from pathlib import Path
 from typing import Literal
 from urllib.parse import unquote, urlparse
@@ -12,7 +10,7 @@ from urllib.parse import unquote, urlparse
 from pydantic import BaseModel
 
 from citerag.documents.loaders import SUPPORTED_SUFFIXES
-from citerag.errors import DocumentError
+from citerag.ingestion.opening import open_no_links, read_fd
 
 Status = Literal["added", "unchanged", "replaced", "failed", "removed", "skipped"]
 
@@ -23,6 +21,9 @@ class IngestResult(BaseModel):
     chunks: int = 0
     reason: str | None = None
     transient: bool = False  # a dependency failed: retrying later may succeed
+    # Failed for a reason outside the document (I/O error, no space, permission, the index): `citerag ingest`
+    # exits with SYSTEM_FAILURE when any file did, so a scheduled job notices.
+    system: bool = False
 
 
 def expand_paths(roots: list[Path]) -> tuple[list[Path], list[IngestResult]]:
@@ -114,33 +115,19 @@ def _walk(root: Path) -> tuple[list[Path], list[IngestResult], dict[Path, str]]:
         if isinstance(exc, PermissionError):
             where = exc.filename or str(root)
             results.append(IngestResult(source=str(where), status="failed",
-                                        reason="cannot read folder: permission denied"))
+                                        reason="cannot read folder: permission denied", system=True))
     return files, results, given
 
 
 def read_regular_file(path: Path, max_bytes: int) -> bytes:
-    """The bytes of a regular file, at most max_bytes. Opened without blocking, so a FIFO or a device is refused
-    instead of hanging or reading forever; the size is checked on the open file, not on a name that may change."""
-    # Every path is resolved before it is read (`expand_paths`): one that is a link now was swapped since.
+    """The bytes of a regular file, at most max_bytes. Every component of the path is opened without following a
+    link (`opening.open_no_links`), without blocking, so a FIFO or a device is refused instead of hanging or
+    reading forever; the size is checked on the open file, not on a name that may change."""
+    fd = open_no_links(path)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise DocumentError("became a link after the folder was read; not followed") from None
-        raise
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise DocumentError("not a regular file (a device, pipe or socket); only files are ingested")
-        if info.st_size > max_bytes:
-            raise DocumentError(f"file is too large ({info.st_size:,} bytes; the limit is {max_bytes:,})")
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            data = fh.read(max_bytes + 1)
+        return read_fd(fd, max_bytes)
     finally:
         os.close(fd)
-    if len(data) > max_bytes:
-        raise DocumentError(f"file is too large (more than {max_bytes:,} bytes)")
-    return data
 
 
 def page_uri(uri: str, page: int | None) -> str:

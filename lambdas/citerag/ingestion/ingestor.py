@@ -22,17 +22,19 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import numpy as np
 
+from citerag.documents.budget import TextBudget
 from citerag.documents.chunking import chunk_document, parent_id_for
-from citerag.documents.loaders import kind_for, load_bytes
+from citerag.documents.loaders import SUPPORTED_SUFFIXES, kind_for, load_bytes
 from citerag.documents.model import Chunk, LoadedDocument, content_hash_of, doc_id_for
 from citerag.documents.text import normalize
 from citerag.errors import CiteragError, DependencyError, DiskFullError, DocumentError
 from citerag.ingestion.files import IngestResult, expand_named_paths, read_regular_file, uri_to_path
+from citerag.ingestion.opening import FileTooLarge
 from citerag.ingestion.progress import IngestProgress, ProgressTracker
 from citerag.search.ports import DocumentInfo, Embedder, Record, VectorIndex
 from citerag.search.sparse import DEFAULT_TOKENS, BM25Tokens, CorpusStats, encode_document
@@ -54,6 +56,7 @@ class _Prepared:
     access: dict[str, Any]
     replaced: bool
     size: int
+    file_hash: str = ""  # of the bytes read: what a reader of the file checks later
     vectors: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32))
     ready: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
     left: int = 0  # passages still without a vector
@@ -125,14 +128,38 @@ class Ingestor:
                 raise DocumentError("no such file")
             if path.is_dir():
                 raise DocumentError("is a directory, not a file")
-            data = read_regular_file(path, self.max_file_bytes)
+            limit = self.max_bytes_for(name or path.name)
+            try:
+                data = read_regular_file(path, limit)
+            except FileTooLarge as exc:
+                raise DocumentError(self.over_budget(name or path.name, exc)) from None
         except PermissionError:
-            return IngestResult(source=uri, status="failed", reason="cannot read: permission denied")
+            return IngestResult(source=uri, status="failed", reason="cannot read: permission denied", system=True)
         except OSError as exc:
-            return IngestResult(source=uri, status="failed", reason=f"cannot read: {exc.strerror or exc}")
+            return IngestResult(source=uri, status="failed", reason=f"cannot read: {exc.strerror or exc}",
+                                system=True)
         except CiteragError as exc:
             return IngestResult(source=uri, status="failed", reason=str(exc))
         return data, uri
+
+    def text_budget(self) -> TextBudget:
+        """What one document may hold, counted while its loader reads it (documents/budget.py)."""
+        return TextBudget.for_passages(self.max_chunks, self.chunk_chars)
+
+    def max_bytes_for(self, name: str) -> int:
+        """The most bytes a file of this name is read for: the size cap, or less for a text format, whose bytes
+        alone can prove it holds more text than its passages could (refused before it is read)."""
+        kind = SUPPORTED_SUFFIXES.get(PurePosixPath(name).suffix.lower())
+        over = self.text_budget().max_bytes(kind) if kind else None
+        return min(self.max_file_bytes, over) if over else self.max_file_bytes
+
+    def over_budget(self, name: str, exc: Exception) -> str:
+        """Why a file over max_bytes_for(name) is refused: the size cap's message, or the text budget's."""
+        limit = self.max_bytes_for(name)
+        if limit >= self.max_file_bytes:
+            return str(exc)
+        return (f"{exc}: a {kind_for(name)} file over {limit:,} bytes holds more text than {self.max_chunks:,} "
+                "passages could (CITERAG_MAX_CHUNKS_PER_DOCUMENT); split it into smaller files")
 
     def passages_of(self, path: Path) -> list[str]:
         """The passage texts ingesting this file would embed (none when it is unchanged or cannot be indexed)."""
@@ -164,7 +191,7 @@ class Ingestor:
         existing = self.index.get_document(doc_id, self.namespace)
         if existing and existing.content_hash == version and not force:
             return IngestResult(source=source_uri, status="unchanged", chunks=existing.n_chunks)
-        doc = load_bytes(data, source_uri, name, max_pages=self.max_pages)
+        doc = load_bytes(data, source_uri, name, max_pages=self.max_pages, budget=self.text_budget())
         doc = doc.model_copy(update={"content_hash": version})
         chunks = chunk_document(doc, max_chars=self.chunk_chars, overlap_chars=self.overlap_chars)
         if not chunks:
@@ -175,7 +202,8 @@ class Ingestor:
         texts = [passage_text(c.title, c.text) for c in chunks]
         counts = [self.tokens.counts(t) for t in texts]
         return _Prepared(order=order, doc=doc, chunks=chunks, texts=texts, counts=counts, access=access,
-                         replaced=existing is not None, size=len(data), left=len(chunks))
+                         replaced=existing is not None, size=len(data), left=len(chunks),
+                         file_hash=content_hash_of(data))
 
     def _write(self, docs: Sequence[_Prepared]) -> None:
         """Encode BM25 weights and write the documents in one transaction. Each document is encoded with the
@@ -208,7 +236,7 @@ class Ingestor:
         parents = {parent_id_for(doc, i): section.text for i, section in enumerate(doc.sections)}
         info = DocumentInfo(
             doc_id=doc.doc_id, source_uri=doc.source_uri, title=doc.title, content_hash=doc.content_hash,
-            kind=doc.kind, n_chunks=len(records), ingested_at=now, namespace=self.namespace,
+            kind=doc.kind, n_chunks=len(records), ingested_at=now, namespace=self.namespace, file_hash=p.file_hash,
         )
         return info, records, parents
 
@@ -516,12 +544,13 @@ class _PipelineRun:
         self.stop.set()
         self.stopped_by_full_disk = True
         for p in self.unwritten:
-            self._finish(p.order, IngestResult(source=p.doc.source_uri, status="failed", reason=str(exc)))
+            self._finish(p.order, IngestResult(source=p.doc.source_uri, status="failed", reason=str(exc),
+                                               system=True))
         self.unwritten = []
         for n, path in enumerate(self.files):
             if n not in self.results:
                 self.results[n] = IngestResult(source=path.absolute().as_uri(), status="skipped",
-                                               reason="not attempted: the disk is full")
+                                               reason="not attempted: the disk is full", system=True)
 
 
 def near_duplicate_key(body: str, passage: str) -> bytes:
@@ -546,7 +575,10 @@ def _section_number(p: _Prepared, chunk_index: int) -> int:
 
 
 def _failed(source_uri: str, exc: CiteragError) -> IngestResult:
-    return IngestResult(source=source_uri, status="failed", reason=str(exc), transient=isinstance(exc, DependencyError))
+    """A document that failed: for what it holds (a DocumentError), or for a reason outside it (the index, a
+    dependency), which is the system's."""
+    return IngestResult(source=source_uri, status="failed", reason=str(exc), transient=isinstance(exc, DependencyError),
+                        system=not isinstance(exc, DocumentError))
 
 
 def _written(p: _Prepared) -> IngestResult:

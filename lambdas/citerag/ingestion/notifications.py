@@ -83,12 +83,13 @@ class NotificationIngest:
         return result
 
     def _reconcile(self, ev: ObjectEvent) -> tuple[IngestResult, str | None]:
-        try:
-            obj = self.objects.get(ev.bucket, ev.key, max_bytes=self.ingestor.max_file_bytes)
+        name = posixpath.basename(ev.key)
+        try:  # a text object whose size alone is over the text budget is refused before its body is read
+            obj = self.objects.get(ev.bucket, ev.key, max_bytes=self.ingestor.max_bytes_for(name))
         except ObjectGone:
             return self.ingestor.remove(ev.uri), None
         except ObjectTooLarge as exc:
-            return IngestResult(source=ev.uri, status="failed", reason=str(exc)), None
+            return IngestResult(source=ev.uri, status="failed", reason=self.ingestor.over_budget(name, exc)), None
         if not obj.data:
             return self._empty(ev), obj.version
         return self.ingestor.ingest_bytes(obj.data, ev.uri, posixpath.basename(ev.key),

@@ -55,6 +55,9 @@ class DocumentInfo(BaseModel):
     n_chunks: int
     ingested_at: str
     namespace: str = ""
+    # SHA-256 of the file's bytes as ingested (content_hash also covers the access metadata): readers of the local
+    # file check it is still this file before serving a byte of it. "" for documents indexed before it was kept.
+    file_hash: str = ""
 
 
 class VectorIndex(Protocol):
