@@ -19,10 +19,10 @@ FEATURE_FLAGS = {"@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy": True}
 
 def build_app(context: dict | None = None, outdir: str | None = None) -> cdk.App:
     app = cdk.App(context={**FEATURE_FLAGS, **(context or {})}, outdir=outdir)
-    config = DeployConfig.from_context(app.node.try_get_context)
+    region = os.environ.get("CDK_DEFAULT_REGION") or None
+    config = DeployConfig.from_context(app.node.try_get_context, region)
     CiteragStack(app, app.node.try_get_context("stackName") or "Citerag", config=config,
-                 env=cdk.Environment(account=os.environ.get("CDK_DEFAULT_ACCOUNT"),
-                                     region=os.environ.get("CDK_DEFAULT_REGION")))
+                 env=cdk.Environment(account=os.environ.get("CDK_DEFAULT_ACCOUNT"), region=region))
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return app
 

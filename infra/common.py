@@ -70,6 +70,17 @@ def retention(days: int) -> logs.RetentionDays:
     return table[min(table, key=lambda d: (abs(d - days), d))]
 
 
+def nag_text(stack: cdk.Stack, value: str) -> str:
+    """How cdk-nag writes a stack attribute in a finding: the literal when synthesis knows it, else the
+    pseudo-parameter as `<AWS::Name>` (cdk-nag renders {"Ref": "AWS::Region"} that way)."""
+    if not cdk.Token.is_unresolved(value):
+        return value
+    resolved = stack.resolve(value)
+    if isinstance(resolved, dict) and isinstance(resolved.get("Ref"), str):
+        return f"<{resolved['Ref']}>"
+    raise ValueError(f"cannot write {resolved!r} as cdk-nag does")
+
+
 def ack(construct, rule: str, reason: str, applies_to: str | list[str] | None = None) -> None:
     """Acknowledge a cdk-nag finding on one construct, with a reason (cdk-nag 3: Validations.of().acknowledge)."""
     if construct is None:
