@@ -93,6 +93,7 @@ def build(stack: cdk.Stack, c: DeployConfig, data: SharedData, retention: logs.R
         description="citerag: answers from your documents with verified citations",
         agent_runtime_artifact=ac.AgentRuntimeArtifact.from_code_asset(
             path=str(ROOT), exclude=ASSET_EXCLUDES, runtime=ac.AgentCoreRuntime.PYTHON_3_13,
+            asset_hash_type=cdk.AssetHashType.OUTPUT,
             entrypoint=["opentelemetry-instrument", "main.py"],
             bundling=cdk.BundlingOptions(image=lambda_.Runtime.PYTHON_3_13.bundling_image, local=RuntimeLocalBundling(),
                                          command=["bash", "-c", "python -m infra.bundling agentcore /asset-output"])),
@@ -133,7 +134,7 @@ def build(stack: cdk.Stack, c: DeployConfig, data: SharedData, retention: logs.R
     interceptors = []
     if jwt:
         interceptor_fn = function(stack, "GatewayInterceptor", "citerag.handlers.gateway_interceptor.handler",
-                                  code=data.code, timeout=10, memory=256, retention=retention,
+                                  code=data.slim_code, timeout=10, memory=256, retention=retention,
                                   env={"CITERAG_AGENTCORE_TENANT_CLAIM": c.agentcore_tenant_claim,
                                        "CITERAG_AGENTCORE_GROUPS_CLAIM": c.agentcore_groups_claim,
                                        "POWERTOOLS_LOG_LEVEL": "INFO"})

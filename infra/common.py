@@ -15,25 +15,30 @@ from constructs import Construct
 ROOT = Path(__file__).resolve().parents[1]
 RUNTIME = lambda_.Runtime.PYTHON_3_13
 ASSET_EXCLUDES = [".git", ".venv", "**/__pycache__", "cdk.out", "tests", "node_modules", ".ci", "*.sqlite*",
-                  ".pytest_cache", ".ruff_cache", ".hypothesis"]
+                  ".pytest_cache", ".ruff_cache", ".hypothesis", "**/*.egg-info", "build", "dist"]
 
 
 @jsii.implements(cdk.ILocalBundling)
 class PipLocalBundling:
-    """Builds the Lambda asset with pip on this machine (Linux x86_64 wheels), no Docker needed."""
+    """Builds a Lambda asset with pip on this machine (Linux x86_64 wheels), no Docker needed."""
+
+    def __init__(self, bundle: str) -> None:
+        self.bundle = bundle
 
     def try_bundle(self, output_dir: str, *args, **kwargs) -> bool:
         from infra import bundling
 
-        bundling.build(Path(output_dir), python_version=RUNTIME.name.removeprefix("python"))
+        bundling.build(Path(output_dir), bundle=self.bundle, python_version=RUNTIME.name.removeprefix("python"))
         return True
 
 
-def lambda_code() -> lambda_.Code:
-    """The one Lambda asset (the citerag package and its base dependencies) every function runs."""
-    return lambda_.Code.from_asset(str(ROOT), exclude=ASSET_EXCLUDES, bundling=cdk.BundlingOptions(
-        image=RUNTIME.bundling_image, local=PipLocalBundling(),
-        command=["bash", "-c", "pip install --no-cache-dir . -t /asset-output"]))
+def lambda_code(bundle: str = "search") -> lambda_.Code:
+    """A Lambda asset (infra.bundling: `search` for the functions that search or ingest, `slim` for the rest). Hashed
+    by its output: the same files give the same asset, whatever else changed in the tree."""
+    return lambda_.Code.from_asset(
+        str(ROOT), exclude=ASSET_EXCLUDES, asset_hash_type=cdk.AssetHashType.OUTPUT,
+        bundling=cdk.BundlingOptions(image=RUNTIME.bundling_image, local=PipLocalBundling(bundle),
+                                     command=["bash", "-c", f"python -m infra.bundling {bundle} /asset-output"]))
 
 
 def function(scope: Construct, name: str, handler: str, *, code: lambda_.Code, timeout: int, memory: int,

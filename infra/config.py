@@ -27,6 +27,8 @@ responseBudgetBytes   action-group response budget           25000
 deniedTopics          guardrail denied topics, ';'-separated  Investment advice;Medical diagnosis
 logRetentionDays      CloudWatch Logs retention              30
 aclRequired           refuse searches without a tenant       false
+functionTracing       sdk: X-Ray subsegments from the Powertools tracer | service: Lambda's own segments only,
+                      the X-Ray SDK never imported (a faster cold start; docs/deploying.md)   sdk
 
 runtimes                what to deploy: classic, agentcore or both (comma-separated)   classic
 agentcoreModelId        the AgentCore agent's model (inference profile)   (as agentModelId)
@@ -60,6 +62,7 @@ class DeployConfig(BaseModel):
     denied_topics: list[str] = Field(default_factory=lambda: ["Investment advice", "Medical diagnosis"])
     log_retention_days: int = 30
     acl_required: bool = False
+    function_tracing: Literal["sdk", "service"] = "sdk"
 
     # AgentCore: what to deploy and the AgentCore agent's own settings.
     runtimes: list[Literal["classic", "agentcore"]] = Field(default_factory=lambda: ["classic"], min_length=1)
@@ -125,6 +128,7 @@ class DeployConfig(BaseModel):
             "response_budget_bytes": ctx("responseBudgetBytes"), "denied_topics": split(ctx("deniedTopics"), ";"),
             "log_retention_days": ctx("logRetentionDays"),
             "acl_required": str(ctx("aclRequired")).lower() == "true" if ctx("aclRequired") is not None else None,
+            "function_tracing": ctx("functionTracing"),
             "runtimes": split(ctx("runtimes")),
             "agentcore_model_id": ctx("agentcoreModelId"),
             "agentcore_model_regions": split(ctx("agentcoreModelRegions")),
