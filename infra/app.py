@@ -28,7 +28,16 @@ def build_app(context: dict | None = None, outdir: str | None = None) -> cdk.App
 
 
 def main() -> None:
-    build_app().synth()
+    from pydantic import ValidationError
+
+    try:
+        app = build_app()
+    except ValidationError as exc:  # a context value out of bounds: name it, no traceback
+        raise SystemExit("citerag: " + "; ".join(f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}"
+                                                 for e in exc.errors())) from None
+    except ValueError as exc:  # an unsupported region or runtime, an unknown model
+        raise SystemExit(f"citerag: {exc}") from None
+    app.synth()
 
 
 if __name__ == "__main__":

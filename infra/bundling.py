@@ -53,8 +53,9 @@ def _wheel(tmp: Path, quiet: bool) -> Path:
     """citerag's wheel, built from a copy of the package so the build writes nothing into the working tree."""
     src = tmp / "src"
     (src / "lambdas").mkdir(parents=True)
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy2(ROOT / name, src / name)
+    shutil.copy2(ROOT / "pyproject.toml", src / "pyproject.toml")
+    # The wheel's METADATA would carry the README: an edit of it is no reason for a new asset of every function.
+    (src / "README.md").write_text("citerag: see the project's README.\n", encoding="utf-8")
     shutil.copytree(ROOT / "lambdas" / "citerag", src / "lambdas" / "citerag",
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info"))
     q = ["-q"] if quiet else []

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from citerag.citations.families import DEFAULT_BASE_MODEL, family_for
+from citerag.citations.families import DEFAULT_BASE_MODEL, bedrock_model, family_for
 from infra import regions
 
 DEFAULTS_DOC = """
@@ -81,10 +81,16 @@ class DeployConfig(BaseModel):
     def _region_defaults(self) -> DeployConfig:
         """Fill what the region decides (infra/regions.py) and refuse what the region does not offer, by name."""
         regions.check_runtimes(self.region, list(self.runtimes))
+        if self.agentcore_jwt_discovery_url and not (self.agentcore_jwt_audience or self.agentcore_jwt_clients):
+            # AgentCore's CUSTOM_JWT authorizer needs one of them (aws-cdk-lib CustomJwtConfigurationRequired).
+            raise ValueError("agentcoreJwtDiscoveryUrl needs agentcoreJwtAudience or agentcoreJwtClients: the "
+                             "authorizer must know whose tokens to accept")
         d = regions.defaults_for(self.region)
         self.agent_model_id = self.agent_model_id or d.model_id(DEFAULT_BASE_MODEL)
         self.agentcore_model_id = self.agentcore_model_id or d.model_id(DEFAULT_BASE_MODEL)
         family_for(self.agent_model_id)  # a model with no prompt set fails at synth, by name
+        self._runtime_can_call("classic", self.agent_model_id)
+        self._runtime_can_call("agentcore", self.agentcore_model_id)
         if self.guardrail_tier is None:
             self.guardrail_tier = "STANDARD" if (self.guardrail_profile_id or d.guardrail_profile) else "CLASSIC"
         if self.guardrail_tier == "CLASSIC":
@@ -104,6 +110,19 @@ class DeployConfig(BaseModel):
                                  f"from {d.region} are not in infra/regions.py: set guardrailProfileRegions")
             self.guardrail_profile_regions = list(d.guardrail_regions)
         return self
+
+    def _runtime_can_call(self, runtime: str, model_id: str) -> None:
+        """A model the runtime cannot call fails at synth with its name (citations/families.py MODELS)."""
+        row = bedrock_model(model_id)
+        if runtime not in self.runtimes or row is None:
+            return
+        if runtime == "classic" and not row.classic:
+            raise ValueError(f"{row.name} ({model_id}) has no InvokeModel/Converse model id, so Bedrock Agents "
+                             "Classic cannot use it (docs/models-and-regions.md); choose agentModelId from there")
+        if runtime == "agentcore" and row.agentcore != "converse":
+            raise ValueError(f"{row.name} ({model_id}) is served on Bedrock's Messages-API endpoint, which the "
+                             "AgentCore agent does not call yet (docs/models-and-regions.md); choose "
+                             "agentcoreModelId from there")
 
     @classmethod
     def from_context(cls, get: Any, region: str | None = None) -> DeployConfig:

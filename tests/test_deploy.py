@@ -225,3 +225,40 @@ def test_service_tracing_keeps_lambda_tracing_and_turns_the_sdk_off(monkeypatch)
            and "invocation_logging" not in r["Properties"]["Handler"]]
     assert fns and all(f["Environment"]["Variables"].get("POWERTOOLS_TRACE_DISABLED") == "true" for f in fns)
     assert all(f["TracingConfig"] == {"Mode": "Active"} for f in fns)
+
+
+@pytest.mark.parametrize(("env", "args", "named"), [
+    ({"CDK_DEFAULT_REGION": "ap-northeast-3"}, [], "Bedrock Agents Classic"),
+    ({"CDK_DEFAULT_REGION": "us-east-1"},
+     ["-c", "runtimes=agentcore", "-c", "agentcoreJwtDiscoveryUrl=https://idp.example/.well-known/openid-configuration"],
+     "agentcoreJwtClients"),
+    ({}, ["-c", "agentcoreMemoryDays=1"], "agentcore_memory_days"),
+])
+def test_synthesis_stops_with_one_line_that_names_the_problem(env, args, named):
+    # The CDK CLI runs `python3 -m infra.app` with its -c values in CDK_CONTEXT_JSON.
+    context = {a.split("=", 1)[0]: a.split("=", 1)[1] for a in args[1::2]}
+    base = {k: v for k, v in os.environ.items() if not k.startswith("CDK_")}
+    res = subprocess.run([sys.executable, "-m", "infra.app"], capture_output=True, text=True,
+                         cwd=Path(__file__).parents[1], env={**base, **env, "CDK_CONTEXT_JSON": json.dumps(context),
+                              "CDK_OUTDIR": tempfile.mkdtemp(prefix="cdk.out-")})
+    assert res.returncode != 0 and "Traceback" not in res.stderr
+    assert res.stderr.strip().splitlines()[-1].startswith("citerag: ") and named in res.stderr
+
+
+@pytest.mark.parametrize(("context", "named"), [
+    ({"agentModelId": "global.anthropic.claude-opus-4-7"}, "Bedrock Agents Classic cannot use it"),
+    ({"runtimes": "agentcore", "agentcoreModelId": "us.anthropic.claude-opus-4-7"}, "Messages-API endpoint"),
+])
+def test_a_model_the_runtime_cannot_call_fails_by_name(context, named):
+    with pytest.raises(ValueError) as err:
+        DeployConfig.from_context(context.get, "us-east-1")
+    assert "Claude Opus 4.7" in str(err.value) and named in str(err.value)
+
+
+def test_every_default_is_a_model_its_runtimes_can_call():
+    from citerag.citations.families import DEFAULT_BASE_MODEL, bedrock_model
+
+    row = bedrock_model(DEFAULT_BASE_MODEL)
+    assert row is not None and row.classic and row.agentcore == "converse" and not row.legacy
+    for region, d in regions.REGIONS.items():
+        assert d.model_geography in row.profiles, region  # the region's default profile exists for the model

@@ -30,7 +30,8 @@ class ClaudeOnBedrock:
 
     `profiles`: the cross-region profiles Anthropic's table lists for it. `classic`: a foundation model Agents Classic
     accepts (an ARN-versioned id reachable through InvokeModel/Converse). `agentcore`: how the AgentCore agent calls
-    it: "converse" (Strands' BedrockModel) or "messages" (the Messages-API endpoint, `adapters.bedrock_messages`)."""
+    it: "converse" (Strands' BedrockModel) or "messages" (only on Bedrock's Messages-API endpoint, which the agent does
+    not call yet: the deployment refuses such a model by name)."""
     name: str
     bedrock_id: str
     profiles: frozenset[str]
