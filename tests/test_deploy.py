@@ -9,7 +9,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -23,7 +22,7 @@ from infra.config import DeployConfig
 ACCOUNT = "123456789012"
 
 
-def synth(monkeypatch, region: str | None, context: dict, bundle: bool = False) -> tuple[Path, dict]:
+def synth(monkeypatch, region: str | None, context: dict, *, out: Path, bundle: bool = False) -> tuple[Path, dict]:
     from infra.app import build_app
 
     if region:
@@ -32,7 +31,6 @@ def synth(monkeypatch, region: str | None, context: dict, bundle: bool = False) 
     else:
         monkeypatch.delenv("CDK_DEFAULT_REGION", raising=False)
         monkeypatch.delenv("CDK_DEFAULT_ACCOUNT", raising=False)
-    out = Path(tempfile.mkdtemp(prefix="cdk.out-"))
     build_app({**({} if bundle else {"aws:cdk:bundling-stacks": []}), **context}, outdir=str(out)).synth()
     return out, json.loads((out / "Citerag.template.json").read_text())
 
@@ -44,9 +42,9 @@ def cfn_lint_errors(template: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("runtimes", ["classic", "agentcore", "classic,agentcore"])
-def test_synthesizes_with_the_region_and_account_the_cli_sets(monkeypatch, runtimes):
+def test_synthesizes_with_the_region_and_account_the_cli_sets(monkeypatch, tmp_path, runtimes):
     # cdk-nag runs in synth(): a finding raises, so reaching the assertions means cdk-nag is clean.
-    out, t = synth(monkeypatch, "ap-northeast-1", {"runtimes": runtimes})
+    out, t = synth(monkeypatch, "ap-northeast-1", {"runtimes": runtimes}, out=tmp_path)
     report = json.loads((out / "validation-report.json").read_text())
     assert report["pluginReports"] == []
     assert cfn_lint_errors(out / "Citerag.template.json") == []
@@ -76,8 +74,8 @@ def test_the_region_decides_the_model_profile_and_the_guardrail_profile(region, 
     assert rail_regions in c.guardrail_profile_regions and region in c.guardrail_profile_regions
 
 
-def test_a_us_deployment_grants_the_us_profile_and_its_guardrail_profile(monkeypatch):
-    _, t = synth(monkeypatch, "us-east-1", {"runtimes": "classic,agentcore"})
+def test_a_us_deployment_grants_the_us_profile_and_its_guardrail_profile(monkeypatch, tmp_path):
+    _, t = synth(monkeypatch, "us-east-1", {"runtimes": "classic,agentcore"}, out=tmp_path)
     agent = next(r["Properties"] for r in t["Resources"].values() if r["Type"] == "AWS::Bedrock::Agent")
     assert agent["FoundationModel"] == "us.anthropic.claude-sonnet-4-6"
     rail = next(r["Properties"] for r in t["Resources"].values() if r["Type"] == "AWS::Bedrock::Guardrail")
@@ -122,7 +120,8 @@ def bundled(tmp_path_factory):
     """Two synthesis runs with real bundling (pip from the configured index) of the same tree."""
     mp = pytest.MonkeyPatch()
     try:
-        runs = [synth(mp, "ap-northeast-1", {"runtimes": "classic"}, bundle=True) for _ in range(2)]
+        runs = [synth(mp, "ap-northeast-1", {"runtimes": "classic"}, bundle=True,
+                      out=tmp_path_factory.mktemp("cdk.out")) for _ in range(2)]
     finally:
         mp.undo()
     return runs
@@ -218,8 +217,8 @@ def test_the_xray_sdk_is_imported_only_when_tracing_is_on():
     assert _xray_imported({}) is False  # outside Lambda Powertools traces nothing either
 
 
-def test_service_tracing_keeps_lambda_tracing_and_turns_the_sdk_off(monkeypatch):
-    _, t = synth(monkeypatch, None, {"runtimes": "classic,agentcore", "functionTracing": "service"})
+def test_service_tracing_keeps_lambda_tracing_and_turns_the_sdk_off(monkeypatch, tmp_path):
+    _, t = synth(monkeypatch, None, {"runtimes": "classic,agentcore", "functionTracing": "service"}, out=tmp_path)
     fns = [r["Properties"] for r in t["Resources"].values() if r["Type"] == "AWS::Lambda::Function"
            and r["Properties"].get("Handler", "").startswith("citerag.handlers.")
            and "invocation_logging" not in r["Properties"]["Handler"]]
@@ -234,13 +233,13 @@ def test_service_tracing_keeps_lambda_tracing_and_turns_the_sdk_off(monkeypatch)
      "agentcoreJwtClients"),
     ({}, ["-c", "agentcoreMemoryDays=1"], "agentcore_memory_days"),
 ])
-def test_synthesis_stops_with_one_line_that_names_the_problem(env, args, named):
+def test_synthesis_stops_with_one_line_that_names_the_problem(env, args, named, tmp_path):
     # The CDK CLI runs `python3 -m infra.app` with its -c values in CDK_CONTEXT_JSON.
     context = {a.split("=", 1)[0]: a.split("=", 1)[1] for a in args[1::2]}
     base = {k: v for k, v in os.environ.items() if not k.startswith("CDK_")}
     res = subprocess.run([sys.executable, "-m", "infra.app"], capture_output=True, text=True,
                          cwd=Path(__file__).parents[1], env={**base, **env, "CDK_CONTEXT_JSON": json.dumps(context),
-                              "CDK_OUTDIR": tempfile.mkdtemp(prefix="cdk.out-")})
+                              "CDK_OUTDIR": str(tmp_path)})
     assert res.returncode != 0 and "Traceback" not in res.stderr
     assert res.stderr.strip().splitlines()[-1].startswith("citerag: ") and named in res.stderr
 
