@@ -27,7 +27,7 @@ from aws_cdk import aws_xray as xray
 
 from citerag.citations.tool import FUNCTION_DESCRIPTION, FUNCTION_NAME, INSTRUCTION, input_schema
 from infra import guardrail as guardrail_mod
-from infra.common import ASSET_EXCLUDES, ROOT, ack, ack_xray, function
+from infra.common import ASSET_EXCLUDES, ROOT, ack, ack_xray, function, nag_text
 from infra.config import DeployConfig
 from infra.data import SharedData
 from infra.models import invoke_statements
@@ -93,6 +93,7 @@ def build(stack: cdk.Stack, c: DeployConfig, data: SharedData, retention: logs.R
         description="citerag: answers from your documents with verified citations",
         agent_runtime_artifact=ac.AgentRuntimeArtifact.from_code_asset(
             path=str(ROOT), exclude=ASSET_EXCLUDES, runtime=ac.AgentCoreRuntime.PYTHON_3_13,
+            asset_hash_type=cdk.AssetHashType.OUTPUT,
             entrypoint=["opentelemetry-instrument", "main.py"],
             bundling=cdk.BundlingOptions(image=lambda_.Runtime.PYTHON_3_13.bundling_image, local=RuntimeLocalBundling(),
                                          command=["bash", "-c", "python -m infra.bundling agentcore /asset-output"])),
@@ -133,7 +134,7 @@ def build(stack: cdk.Stack, c: DeployConfig, data: SharedData, retention: logs.R
     interceptors = []
     if jwt:
         interceptor_fn = function(stack, "GatewayInterceptor", "citerag.handlers.gateway_interceptor.handler",
-                                  code=data.code, timeout=10, memory=256, retention=retention,
+                                  code=data.slim_code, timeout=10, memory=256, retention=retention,
                                   env={"CITERAG_AGENTCORE_TENANT_CLAIM": c.agentcore_tenant_claim,
                                        "CITERAG_AGENTCORE_GROUPS_CLAIM": c.agentcore_groups_claim,
                                        "POWERTOOLS_LOG_LEVEL": "INFO"})
@@ -185,8 +186,11 @@ def build(stack: cdk.Stack, c: DeployConfig, data: SharedData, retention: logs.R
 
 
 def _acknowledge(stack: cdk.Stack, runtime: ac.Runtime, gateway: ac.Gateway, data: SharedData) -> None:
-    """cdk-nag findings on the roles the AgentCore L2 constructs write themselves, each with its reason."""
-    account = "arn:<AWS::Partition>:{}:<AWS::Region>:<AWS::AccountId>"
+    """cdk-nag findings on the roles the AgentCore L2 constructs write themselves, each with its reason. The
+    constructs write the stack's own region and account: literal when synthesis knows them (the CDK CLI always sets
+    the region), pseudo-parameters otherwise, so the exemptions are written the same way."""
+    region, account_id, partition = (nag_text(stack, v) for v in (stack.region, stack.account, stack.partition))
+    account = f"arn:{partition}:{{}}:{region}:{account_id}"
     ack(runtime.role.node.try_find_child("DefaultPolicy"), "AwsSolutions-IAM5",
         "The AgentCore Runtime construct's grants: writing its own log groups and streams under "
         "/aws/bedrock-agentcore/runtimes/ (and DescribeLogGroups, which has no resource scope), workload-identity "
@@ -198,7 +202,7 @@ def _acknowledge(stack: cdk.Stack, runtime: ac.Runtime, gateway: ac.Gateway, dat
                     f"Resource::{account.format('logs')}:log-group:/aws/bedrock-agentcore/runtimes/*:log-stream:*",
                     f"Resource::{account.format('bedrock-agentcore')}:workload-identity-directory/default/"
                     "workload-identity/*",
-                    "Resource::arn:<AWS::Partition>:s3:::cdk-hnb659fds-assets-<AWS::AccountId>-<AWS::Region>/*",
+                    f"Resource::arn:{partition}:s3:::cdk-hnb659fds-assets-{account_id}-{region}/*",
                     "Action::s3:GetObject*", "Action::s3:GetBucket*", "Action::s3:List*",
                     f"Resource::<{stack.get_logical_id(data.documents.node.default_child)}.Arn>/citerag/*"])
     functions = [c for c in stack.node.children if c.node.id in ("GatewaySearch", "GatewayInterceptor")]

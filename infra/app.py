@@ -19,16 +19,25 @@ FEATURE_FLAGS = {"@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy": True}
 
 def build_app(context: dict | None = None, outdir: str | None = None) -> cdk.App:
     app = cdk.App(context={**FEATURE_FLAGS, **(context or {})}, outdir=outdir)
-    config = DeployConfig.from_context(app.node.try_get_context)
+    region = os.environ.get("CDK_DEFAULT_REGION") or None
+    config = DeployConfig.from_context(app.node.try_get_context, region)
     CiteragStack(app, app.node.try_get_context("stackName") or "Citerag", config=config,
-                 env=cdk.Environment(account=os.environ.get("CDK_DEFAULT_ACCOUNT"),
-                                     region=os.environ.get("CDK_DEFAULT_REGION")))
+                 env=cdk.Environment(account=os.environ.get("CDK_DEFAULT_ACCOUNT"), region=region))
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return app
 
 
 def main() -> None:
-    build_app().synth()
+    from pydantic import ValidationError
+
+    try:
+        app = build_app()
+    except ValidationError as exc:  # a context value out of bounds: name it, no traceback
+        raise SystemExit("citerag: " + "; ".join(f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}"
+                                                 for e in exc.errors())) from None
+    except ValueError as exc:  # an unsupported region or runtime, an unknown model
+        raise SystemExit(f"citerag: {exc}") from None
+    app.synth()
 
 
 if __name__ == "__main__":

@@ -66,7 +66,7 @@ def build(stack: cdk.Stack, c: DeployConfig, data: SharedData, retention: logs.R
         search.add_to_role_policy(iam.PolicyStatement(actions=["bedrock:Rerank"], resources=["*"]))
         search.add_to_role_policy(iam.PolicyStatement(actions=["bedrock:InvokeModel"],
                                                       resources=[c.rerank_model_arn]))
-    parser = function(stack, "Parser", "citerag.handlers.parser.handler", code=data.code, timeout=30, memory=512,
+    parser = function(stack, "Parser", "citerag.handlers.parser.handler", code=data.slim_code, timeout=30, memory=512,
                       env={"CITERAG_ACTION_GROUP": ACTION_GROUP, "POWERTOOLS_LOG_LEVEL": "INFO"},
                       retention=retention)
     data.grant_source_ids(parser)

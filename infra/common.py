@@ -15,25 +15,30 @@ from constructs import Construct
 ROOT = Path(__file__).resolve().parents[1]
 RUNTIME = lambda_.Runtime.PYTHON_3_13
 ASSET_EXCLUDES = [".git", ".venv", "**/__pycache__", "cdk.out", "tests", "node_modules", ".ci", "*.sqlite*",
-                  ".pytest_cache", ".ruff_cache", ".hypothesis"]
+                  ".pytest_cache", ".ruff_cache", ".hypothesis", "**/*.egg-info", "build", "dist"]
 
 
 @jsii.implements(cdk.ILocalBundling)
 class PipLocalBundling:
-    """Builds the Lambda asset with pip on this machine (Linux x86_64 wheels), no Docker needed."""
+    """Builds a Lambda asset with pip on this machine (Linux x86_64 wheels), no Docker needed."""
+
+    def __init__(self, bundle: str) -> None:
+        self.bundle = bundle
 
     def try_bundle(self, output_dir: str, *args, **kwargs) -> bool:
         from infra import bundling
 
-        bundling.build(Path(output_dir), python_version=RUNTIME.name.removeprefix("python"))
+        bundling.build(Path(output_dir), bundle=self.bundle, python_version=RUNTIME.name.removeprefix("python"))
         return True
 
 
-def lambda_code() -> lambda_.Code:
-    """The one Lambda asset (the citerag package and its base dependencies) every function runs."""
-    return lambda_.Code.from_asset(str(ROOT), exclude=ASSET_EXCLUDES, bundling=cdk.BundlingOptions(
-        image=RUNTIME.bundling_image, local=PipLocalBundling(),
-        command=["bash", "-c", "pip install --no-cache-dir . -t /asset-output"]))
+def lambda_code(bundle: str = "search") -> lambda_.Code:
+    """A Lambda asset (infra.bundling: `search` for the functions that search or ingest, `slim` for the rest). Hashed
+    by its output: the same files give the same asset, whatever else changed in the tree."""
+    return lambda_.Code.from_asset(
+        str(ROOT), exclude=ASSET_EXCLUDES, asset_hash_type=cdk.AssetHashType.OUTPUT,
+        bundling=cdk.BundlingOptions(image=RUNTIME.bundling_image, local=PipLocalBundling(bundle),
+                                     command=["bash", "-c", f"python -m infra.bundling {bundle} /asset-output"]))
 
 
 def function(scope: Construct, name: str, handler: str, *, code: lambda_.Code, timeout: int, memory: int,
@@ -68,6 +73,17 @@ def retention(days: int) -> logs.RetentionDays:
              60: r.TWO_MONTHS, 90: r.THREE_MONTHS, 120: r.FOUR_MONTHS, 150: r.FIVE_MONTHS, 180: r.SIX_MONTHS,
              365: r.ONE_YEAR, 731: r.TWO_YEARS, 1827: r.FIVE_YEARS, 3653: r.TEN_YEARS}
     return table[min(table, key=lambda d: (abs(d - days), d))]
+
+
+def nag_text(stack: cdk.Stack, value: str) -> str:
+    """How cdk-nag writes a stack attribute in a finding: the literal when synthesis knows it, else the
+    pseudo-parameter as `<AWS::Name>` (cdk-nag renders {"Ref": "AWS::Region"} that way)."""
+    if not cdk.Token.is_unresolved(value):
+        return value
+    resolved = stack.resolve(value)
+    if isinstance(resolved, dict) and isinstance(resolved.get("Ref"), str):
+        return f"<{resolved['Ref']}>"
+    raise ValueError(f"cannot write {resolved!r} as cdk-nag does")
 
 
 def ack(construct, rule: str, reason: str, applies_to: str | list[str] | None = None) -> None:

@@ -6,14 +6,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from citerag.citations.families import DEFAULT_MODEL_ID, family_for
+from citerag.citations.families import DEFAULT_BASE_MODEL, bedrock_model, family_for
+from infra import regions
 
 DEFAULTS_DOC = """
-agentModelId          the agent's model or inference profile  jp.anthropic.claude-sonnet-4-6
+agentModelId          the agent's model or inference profile  (from the region: jp./us./eu./global. + Sonnet 4.6)
 agentModelRegions     destination regions of that profile    (derived from its prefix: jp. = Tokyo, Osaka)
 agentModelArns        extra model/inference-profile ARNs the agent may call (comma-separated)
-guardrailTier         STANDARD (Japanese, cross-region) | CLASSIC (English, French, Spanish; in-region)  STANDARD
-guardrailProfileId    cross-region guardrail profile (Standard tier)   apac.guardrail.v1:0
+guardrailTier         STANDARD (Japanese, cross-region) | CLASSIC (English, French, Spanish; in-region)
+                      (STANDARD where the region has a guardrail profile, else CLASSIC)
+guardrailProfileId    cross-region guardrail profile (Standard tier)   (from the region: apac./us./eu.guardrail.v1:0)
+guardrailProfileRegions  its destination regions (IAM)        (from the region, infra/regions.py)
 embeddingModelId      Titan embeddings                       amazon.titan-embed-text-v2:0
 embeddingDimensions   256 | 512 | 1024                       1024
 pineconeDenseHost     dense index host (cosine)              (required for deploy; placeholder for synth)
@@ -24,9 +27,11 @@ responseBudgetBytes   action-group response budget           25000
 deniedTopics          guardrail denied topics, ';'-separated  Investment advice;Medical diagnosis
 logRetentionDays      CloudWatch Logs retention              30
 aclRequired           refuse searches without a tenant       false
+functionTracing       sdk: X-Ray subsegments from the Powertools tracer | service: Lambda's own segments only,
+                      the X-Ray SDK never imported (a faster cold start; docs/deploying.md)   sdk
 
 runtimes                what to deploy: classic, agentcore or both (comma-separated)   classic
-agentcoreModelId        the AgentCore agent's model (inference profile)   jp.anthropic.claude-sonnet-4-6
+agentcoreModelId        the AgentCore agent's model (inference profile)   (as agentModelId)
 agentcoreModelRegions   destination regions of that profile (IAM)   (derived from its prefix, as agentModelRegions)
 agentcoreJwtDiscoveryUrl  OIDC discovery URL: JWT inbound auth for runtime and gateway   (empty: IAM)
 agentcoreJwtAudience    allowed audiences (comma-separated)    (none)
@@ -40,14 +45,13 @@ agentcoreTransactionSearch  also enable X-Ray Transaction Search (account-wide) 
 
 
 class DeployConfig(BaseModel):
-    agent_model_id: str = DEFAULT_MODEL_ID
+    region: str | None = None  # the stack's region when synthesis knows it (CDK_DEFAULT_REGION)
+    agent_model_id: str = ""  # empty: from the region (infra/regions.py)
     agent_model_regions: list[str] = Field(default_factory=list)  # empty: derived from the profile prefix
     agent_model_arns: list[str] = Field(default_factory=list)
-    guardrail_tier: Literal["STANDARD", "CLASSIC"] = "STANDARD"
-    # The APAC guardrail profile (there is no jp. one); destinations from Tokyo per AWS's regional list.
-    guardrail_profile_id: str = "apac.guardrail.v1:0"
-    guardrail_profile_regions: list[str] = Field(default_factory=lambda: [
-        "ap-northeast-1", "ap-northeast-2", "ap-northeast-3", "ap-south-1", "ap-southeast-1", "ap-southeast-2"])
+    guardrail_tier: Literal["STANDARD", "CLASSIC"] | None = None  # None: STANDARD where the region has a profile
+    guardrail_profile_id: str | None = None  # None: the region's guardrail profile
+    guardrail_profile_regions: list[str] = Field(default_factory=list)  # empty: the region's
     embedding_model_id: str = "amazon.titan-embed-text-v2:0"
     embedding_dimensions: int = Field(1024)
     pinecone_dense_host: str = "https://citerag-dense-REPLACE.svc.pinecone.io"
@@ -58,10 +62,11 @@ class DeployConfig(BaseModel):
     denied_topics: list[str] = Field(default_factory=lambda: ["Investment advice", "Medical diagnosis"])
     log_retention_days: int = 30
     acl_required: bool = False
+    function_tracing: Literal["sdk", "service"] = "sdk"
 
-    # AgentCore (issue 10): what to deploy and the AgentCore agent's own settings.
+    # AgentCore: what to deploy and the AgentCore agent's own settings.
     runtimes: list[Literal["classic", "agentcore"]] = Field(default_factory=lambda: ["classic"], min_length=1)
-    agentcore_model_id: str = DEFAULT_MODEL_ID
+    agentcore_model_id: str = ""  # empty: as the Classic agent's default
     agentcore_model_regions: list[str] = Field(default_factory=list)  # empty: derived from the profile prefix
     agentcore_jwt_discovery_url: str | None = None
     agentcore_jwt_audience: list[str] = Field(default_factory=list)
@@ -73,15 +78,55 @@ class DeployConfig(BaseModel):
     agentcore_transaction_search: bool = False
 
     @model_validator(mode="after")
-    def _known_model_and_tier(self) -> DeployConfig:
+    def _region_defaults(self) -> DeployConfig:
+        """Fill what the region decides (infra/regions.py) and refuse what the region does not offer, by name."""
+        regions.check_runtimes(self.region, list(self.runtimes))
+        if self.agentcore_jwt_discovery_url and not (self.agentcore_jwt_audience or self.agentcore_jwt_clients):
+            # AgentCore's CUSTOM_JWT authorizer needs one of them (aws-cdk-lib CustomJwtConfigurationRequired).
+            raise ValueError("agentcoreJwtDiscoveryUrl needs agentcoreJwtAudience or agentcoreJwtClients: the "
+                             "authorizer must know whose tokens to accept")
+        d = regions.defaults_for(self.region)
+        self.agent_model_id = self.agent_model_id or d.model_id(DEFAULT_BASE_MODEL)
+        self.agentcore_model_id = self.agentcore_model_id or d.model_id(DEFAULT_BASE_MODEL)
         family_for(self.agent_model_id)  # a model with no prompt set fails at synth, by name
+        self._runtime_can_call("classic", self.agent_model_id)
+        self._runtime_can_call("agentcore", self.agentcore_model_id)
+        if self.guardrail_tier is None:
+            self.guardrail_tier = "STANDARD" if (self.guardrail_profile_id or d.guardrail_profile) else "CLASSIC"
         if self.guardrail_tier == "CLASSIC":
             self.guardrail_profile_id = ""  # the Classic tier runs in the region, with no profile
+            self.guardrail_profile_regions = []
+            return self
+        if self.guardrail_profile_id is None:
+            if not d.guardrail_profile:
+                raise ValueError(f"the Standard guardrail tier needs a guardrail profile, and {d.region} has none "
+                                 "in infra/regions.py: set guardrailProfileId (and guardrailProfileRegions), or "
+                                 "guardrailTier=CLASSIC")
+            self.guardrail_profile_id = d.guardrail_profile
+        if not self.guardrail_profile_regions:
+            prefix = self.guardrail_profile_id.split(".", 1)[0]
+            if prefix != (d.guardrail_profile or "").split(".", 1)[0]:
+                raise ValueError(f"the destination regions of the guardrail profile {self.guardrail_profile_id!r} "
+                                 f"from {d.region} are not in infra/regions.py: set guardrailProfileRegions")
+            self.guardrail_profile_regions = list(d.guardrail_regions)
         return self
 
+    def _runtime_can_call(self, runtime: str, model_id: str) -> None:
+        """A model the runtime cannot call fails at synth with its name (citations/families.py MODELS)."""
+        row = bedrock_model(model_id)
+        if runtime not in self.runtimes or row is None:
+            return
+        if runtime == "classic" and not row.classic:
+            raise ValueError(f"{row.name} ({model_id}) has no InvokeModel/Converse model id, so Bedrock Agents "
+                             "Classic cannot use it (docs/models-and-regions.md); choose agentModelId from there")
+        if runtime == "agentcore" and row.agentcore != "converse":
+            raise ValueError(f"{row.name} ({model_id}) is served on Bedrock's Messages-API endpoint, which the "
+                             "AgentCore agent does not call yet (docs/models-and-regions.md); choose "
+                             "agentcoreModelId from there")
+
     @classmethod
-    def from_context(cls, get: Any) -> DeployConfig:
-        """`get(key)` reads CDK context; values may come as strings from -c."""
+    def from_context(cls, get: Any, region: str | None = None) -> DeployConfig:
+        """`get(key)` reads CDK context; values may come as strings from -c. `region`: the stack's, if known."""
         def ctx(key: str):
             return get(key)
 
@@ -94,6 +139,7 @@ class DeployConfig(BaseModel):
             "agent_model_id": ctx("agentModelId"), "agent_model_arns": split(ctx("agentModelArns")),
             "agent_model_regions": split(ctx("agentModelRegions")), "guardrail_tier": ctx("guardrailTier"),
             "guardrail_profile_id": ctx("guardrailProfileId"),
+            "guardrail_profile_regions": split(ctx("guardrailProfileRegions")),
             "embedding_model_id": ctx("embeddingModelId"), "embedding_dimensions": ctx("embeddingDimensions"),
             "pinecone_dense_host": ctx("pineconeDenseHost"), "pinecone_sparse_host": ctx("pineconeSparseHost"),
             "pinecone_secret_name": ctx("pineconeSecretName") or None,
@@ -101,6 +147,7 @@ class DeployConfig(BaseModel):
             "response_budget_bytes": ctx("responseBudgetBytes"), "denied_topics": split(ctx("deniedTopics"), ";"),
             "log_retention_days": ctx("logRetentionDays"),
             "acl_required": str(ctx("aclRequired")).lower() == "true" if ctx("aclRequired") is not None else None,
+            "function_tracing": ctx("functionTracing"),
             "runtimes": split(ctx("runtimes")),
             "agentcore_model_id": ctx("agentcoreModelId"),
             "agentcore_model_regions": split(ctx("agentcoreModelRegions")),
@@ -114,4 +161,4 @@ class DeployConfig(BaseModel):
             "agentcore_transaction_search": str(ctx("agentcoreTransactionSearch")).lower() == "true"
             if ctx("agentcoreTransactionSearch") is not None else None,
         }
-        return cls(**{k: v for k, v in data.items() if v is not None})
+        return cls(region=region, **{k: v for k, v in data.items() if v is not None})

@@ -28,7 +28,8 @@ class SharedData:
     documents: s3.Bucket
     dlq: sqs.Queue
     secret: sm.ISecret
-    code: lambda_.Code
+    code: lambda_.Code  # the search asset (infra.bundling): functions that search or ingest
+    slim_code: lambda_.Code  # the slim asset: functions that never search (no numpy, pinecone, pdf readers)
     env: dict[str, str]  # what every search or ingest function needs (embeddings, Pinecone, bucket)
     source_id_secret: sm.Secret
     titan_arn: str
@@ -106,7 +107,7 @@ def build(stack: cdk.Stack, c: DeployConfig, retention: logs.RetentionDays) -> S
     ack(source_id_secret, "AwsSolutions-SMG4", "Rotated by publishing a new {current, previous} value (README, "
         "Security); a rotation Lambda would add nothing, as every reader accepts both keys.")
 
-    code = lambda_code()
+    code, slim_code = lambda_code("search"), lambda_code("slim")
     env = {
         "CITERAG_EMBEDDER": "titan", "CITERAG_INDEX_BACKEND": "pinecone",
         "CITERAG_TITAN_MODEL_ID": c.embedding_model_id, "CITERAG_TITAN_DIMENSIONS": str(c.embedding_dimensions),
@@ -137,5 +138,6 @@ def build(stack: cdk.Stack, c: DeployConfig, retention: logs.RetentionDays) -> S
                     "Action::s3:GetObject*", "Action::s3:GetBucket*", "Action::s3:List*",
                     "Action::s3:DeleteObject*", "Action::s3:Abort*"])
     ack_xray(ingest)
-    return SharedData(documents=docs, dlq=dlq, secret=secret, code=code, env=env, source_id_secret=source_id_secret,
+    return SharedData(documents=docs, dlq=dlq, secret=secret, code=code, slim_code=slim_code, env=env,
+                      source_id_secret=source_id_secret,
                       titan_arn=titan_arn, ingest=ingest, access_logs=access_logs)

@@ -46,7 +46,7 @@ def build(stack: cdk.Stack, retention: logs.RetentionDays, data: SharedData) -> 
                                                            "keyPrefix": BODIES_PREFIX}},
         "textDataDeliveryEnabled": True, "imageDataDeliveryEnabled": False, "embeddingDataDeliveryEnabled": False}
     setup = function(stack, "ModelInvocationLoggingSetup", "citerag.handlers.invocation_logging.handler",
-                     code=data.code, timeout=60, memory=256, env={}, retention=retention)
+                     code=data.slim_code, timeout=60, memory=256, env={}, retention=retention)
     setup.add_to_role_policy(iam.PolicyStatement(
         actions=["bedrock:GetModelInvocationLoggingConfiguration", "bedrock:PutModelInvocationLoggingConfiguration",
                  "bedrock:DeleteModelInvocationLoggingConfiguration"], resources=["*"]))

@@ -14,18 +14,11 @@ from __future__ import annotations
 import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
 
+from infra.regions import PROFILE_DESTINATIONS
+
 INVOKE = ["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"]
-# Destination regions of the geographic profiles a Tokyo deployment uses: `jp.` routes within Japan (Tokyo,
-# Osaka); `apac.` may route to any of these (aws-cdk-lib CrossRegionInferenceProfileRegion.APAC). Override with
-# the agentModelRegions context when AWS lists others (`aws bedrock get-inference-profile`).
-GEO_DESTINATIONS = {
-    "jp": ["ap-northeast-1", "ap-northeast-3"],
-    "apac": ["ap-northeast-1", "ap-northeast-2", "ap-northeast-3", "ap-south-1", "ap-south-2", "ap-southeast-1",
-             "ap-southeast-2", "ap-southeast-3", "ap-southeast-4", "ap-southeast-5", "ap-southeast-7", "ap-east-2",
-             "me-central-1"],
-    "us": ["us-east-1", "us-east-2", "us-west-2"],
-    "eu": ["eu-central-1", "eu-west-1", "eu-west-3", "eu-north-1", "eu-south-1", "eu-south-2"],
-}
+# Destination regions of the geographic profiles, with their sources: infra/regions.py.
+GEO_DESTINATIONS = {k: list(v) for k, v in PROFILE_DESTINATIONS.items()}
 PREFIXES = ("global", "jp", "apac", "us", "eu", "au", "ca", "us-gov")
 
 

@@ -49,6 +49,11 @@ class CiteragStack(cdk.Stack):
                          alarm_description=f"citerag {kind}",
                          treat_missing_data=cw.TreatMissingData.NOT_BREACHING)
 
+        if c.function_tracing == "service":
+            # Lambda still traces every invocation (active tracing); the handlers then never import the X-Ray SDK.
+            for fn in self.functions.values():
+                fn.add_environment("POWERTOOLS_TRACE_DISABLED", "true")
+
         cw.Alarm(self, "DLQDepth", metric=shared.dlq.metric_approximate_number_of_messages_visible(
             period=cdk.Duration.minutes(5)), threshold=1, evaluation_periods=1,
             comparison_operator=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,

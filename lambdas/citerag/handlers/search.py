@@ -13,7 +13,7 @@ import os
 import re
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.event_handler.bedrock_agent_function import (
     BedrockFunctionResponse,
     BedrockFunctionsResponseBuilder,
@@ -26,9 +26,10 @@ from citerag.citations.session import string_map
 from citerag.citations.tool import FUNCTION_NAME
 from citerag.documents.text import encodable
 from citerag.handlers.entry import Handler, from_settings
+from citerag.handlers.tracing import tracer as make_tracer
 
 logger = Logger(service="citerag-search")
-tracer = Tracer(service="citerag-search")
+tracer = make_tracer("citerag-search")  # the X-Ray SDK only when tracing is on
 metrics = Metrics(namespace="citerag", service="citerag-search")
 
 INTERNAL_ERROR = "search unavailable: internal error. Tell the user to try again later."
