@@ -34,7 +34,7 @@ def ingest(
     namespace: NamespaceOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Index PDF, Markdown, HTML and text files. Unchanged files are skipped."""
+    """Index PDF, Markdown, HTML, text, Word, Excel, CSV, PowerPoint and EPUB files. Unchanged files are skipped."""
     with errors(as_json):
         extra = parse_meta(meta or [])
         comps = components(index, namespace)

@@ -28,6 +28,12 @@ SUPPORTED_SUFFIXES = {
     ".htm": "html",
     ".txt": "text",
     ".text": "text",
+    ".docx": "docx",
+    ".xlsx": "xlsx",
+    ".xlsm": "xlsx",
+    ".csv": "csv",
+    ".pptx": "pptx",
+    ".epub": "epub",
 }
 
 DEFAULT_MAX_BYTES = 200 * 1024 * 1024
@@ -933,4 +939,17 @@ def _tidy(text: str, *, keep_lines: bool = False) -> str:
     return re.sub(r"\n{3,}", "\n\n", text).strip()
 
 
-_LOADERS = {"pdf": _load_pdf, "markdown": _load_markdown, "html": _load_html, "text": _load_text}
+def _elsewhere(module: str, function: str) -> Callable[[bytes, str, int], tuple[str | None, list[Section]]]:
+    """A loader in a module of its own, imported on first use (its libraries are an extra)."""
+    def load(data: bytes, name: str, max_pages: int) -> tuple[str | None, list[Section]]:
+        import importlib
+
+        return getattr(importlib.import_module(f"citerag.documents.{module}"), function)(data, name, max_pages)
+
+    return load
+
+
+_LOADERS = {"pdf": _load_pdf, "markdown": _load_markdown, "html": _load_html, "text": _load_text,
+            "docx": _elsewhere("office", "load_docx"), "xlsx": _elsewhere("office", "load_xlsx"),
+            "csv": _elsewhere("office", "load_csv"), "pptx": _elsewhere("office", "load_pptx"),
+            "epub": _elsewhere("epub", "load_epub")}
