@@ -30,6 +30,8 @@ def ingest(
     paths: Annotated[list[Path], typer.Argument(help="files or folders")],
     sync: Annotated[bool, typer.Option("--sync", help="also remove documents whose files are gone")] = False,
     meta: Annotated[list[str] | None, typer.Option("--meta", help="key=value added to every chunk")] = None,
+    ocr: Annotated[bool, typer.Option("--ocr", help="read scanned PDF pages and PNG/JPEG/TIFF images with Tesseract "
+                                                    "(the ocr extra; CITERAG_OCR=true)")] = False,
     index: IndexOpt = None,
     namespace: NamespaceOpt = None,
     as_json: JsonOpt = False,
@@ -37,7 +39,7 @@ def ingest(
     """Index PDF, Markdown, HTML, text, Word, Excel, CSV, PowerPoint and EPUB files. Unchanged files are skipped."""
     with errors(as_json):
         extra = parse_meta(meta or [])
-        comps = components(index, namespace)
+        comps = components(index, namespace, ocr=True if ocr else None)
         started = time.monotonic()
         results = run_ingest(comps, paths, sync=sync, extra=extra, quiet=as_json)
         seconds = time.monotonic() - started

@@ -30,8 +30,9 @@ import numpy as np
 from citerag.documents.chunking import chunk_document, parent_id_for
 from citerag.documents.loaders import kind_for, load_bytes
 from citerag.documents.model import Chunk, LoadedDocument, content_hash_of, doc_id_for
+from citerag.documents.ocr import Ocr
 from citerag.documents.text import normalize
-from citerag.errors import CiteragError, DependencyError, DiskFullError, DocumentError
+from citerag.errors import CiteragError, DependencyError, DiskFullError, DocumentError, NeedsOcr
 from citerag.ingestion.files import IngestResult, expand_named_paths, read_regular_file, uri_to_path
 from citerag.ingestion.progress import IngestProgress, ProgressTracker
 from citerag.search.ports import DocumentInfo, Embedder, Record, VectorIndex
@@ -77,6 +78,7 @@ class Ingestor:
         write_batch_passages: int = 2000,
         skip_near_duplicates: bool = True,
         tokens: BM25Tokens = DEFAULT_TOKENS,
+        ocr: Ocr | None = None,
     ) -> None:
         self.embedder = embedder
         self.index = index
@@ -92,6 +94,7 @@ class Ingestor:
         self.write_batch_passages = max(1, write_batch_passages)
         self.skip_near_duplicates = skip_near_duplicates
         self.tokens = tokens  # the BM25 token stream; searches of this index must use the same
+        self.ocr = ocr  # reads scanned pages and images; None leaves them unread
         self.near_duplicates = 0  # passages that reused the vector of an earlier near-identical passage
 
     # --- one document -------------------------------------------------------------------------------------
@@ -164,7 +167,7 @@ class Ingestor:
         existing = self.index.get_document(doc_id, self.namespace)
         if existing and existing.content_hash == version and not force:
             return IngestResult(source=source_uri, status="unchanged", chunks=existing.n_chunks)
-        doc = load_bytes(data, source_uri, name, max_pages=self.max_pages)
+        doc = load_bytes(data, source_uri, name, max_pages=self.max_pages, ocr=self.ocr)
         doc = doc.model_copy(update={"content_hash": version})
         chunks = chunk_document(doc, max_chars=self.chunk_chars, overlap_chars=self.overlap_chars)
         if not chunks:
@@ -546,6 +549,8 @@ def _section_number(p: _Prepared, chunk_index: int) -> int:
 
 
 def _failed(source_uri: str, exc: CiteragError) -> IngestResult:
+    if isinstance(exc, NeedsOcr):  # an image with OCR off is passed over, as a file of a type not indexed is
+        return IngestResult(source=source_uri, status="skipped", reason=str(exc))
     return IngestResult(source=source_uri, status="failed", reason=str(exc), transient=isinstance(exc, DependencyError))
 
 
