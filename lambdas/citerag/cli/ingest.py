@@ -13,6 +13,7 @@ from citerag.cli.common import (
     IndexOpt,
     JsonOpt,
     NamespaceOpt,
+    added_line,
     app,
     components,
     display,
@@ -41,7 +42,7 @@ def ingest(
         extra = parse_meta(meta or [])
         comps = components(index, namespace, ocr=True if ocr else None)
         started = time.monotonic()
-        results = run_ingest(comps, paths, sync=sync, extra=extra, quiet=as_json)
+        results = run_ingest(comps, paths, sync=sync, extra=extra, quiet=as_json, say_added=True)
         seconds = time.monotonic() - started
         counts = {s: sum(1 for r in results if r.status == s)
                   for s in ("added", "replaced", "unchanged", "removed", "skipped", "failed")}
@@ -72,11 +73,11 @@ GONE_NAMED = 5  # the files a notice names before it counts the rest
 
 
 def _print_ingest(results, counts: dict[str, int], embedded: int, passages: int, seconds: float) -> None:
-    """Failures and skips were printed on stderr as they happened; here what changed, then one summary line."""
+    """Failures and skips were printed on stderr, and documents added or replaced on stdout, as they happened; here
+    what --sync removed, then one summary line."""
     for r in results:
-        if r.status in ("added", "replaced", "removed"):
-            out.print(f"[green]{r.status}[/] {shown(display(r.source))} ({r.chunks} chunks)", highlight=False,
-                      soft_wrap=True)
+        if r.status == "removed":
+            out.print(added_line(r), highlight=False, soft_wrap=True)
     summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
     rate = f", {passages / seconds:.1f} passages/s" if passages and seconds > 0 else ""
     out.print(f"[bold]{summary or 'nothing to do'}[/]; {passages} passages indexed, {embedded} embedded "

@@ -5,8 +5,9 @@ A failure in one document never touches the index and never stops the rest of a 
 
 Many files go through a pipeline that keeps the model busy (the model is ~99% of the cost): a reader thread loads and
 chunks files ahead of the model; passages from consecutive files fill the same batches; `workers` batches are
-embedded side by side; finished documents are written several at a time in one transaction. Each document is
-still all-or-nothing: it is written whole with the documents of its transaction, or not at all.
+embedded side by side; a document is written as soon as its last passage has its vector (the documents one batch
+completes, in one transaction), so a search during a long ingest finds every document already done, and a kill
+loses only the documents in progress. Each document is all-or-nothing: written whole, or not at all.
 """
 
 from __future__ import annotations
@@ -280,7 +281,10 @@ class _PipelineRun:
             except OSError:
                 sizes.append(0)
         self.sizes = sizes
-        self.tracker = ProgressTracker(len(files), sum(sizes))
+        by_kind: dict[str, int] = {}
+        for f, size in zip(files, sizes, strict=True):
+            by_kind[f.suffix.lower()] = by_kind.get(f.suffix.lower(), 0) + size
+        self.tracker = ProgressTracker(len(files), sum(sizes), bytes_by_kind=by_kind)
         # The reader stays at most this many documents ahead of the pipeline.
         self.ahead: queue.Queue = queue.Queue(maxsize=4)
         self.stop = threading.Event()
@@ -388,14 +392,14 @@ class _PipelineRun:
                 raise item
             if isinstance(item, tuple):
                 n, result = item
-                self.tracker.file_read(self.sizes[n], 0)
+                self.tracker.file_read(self.sizes[n], 0, self.files[n].suffix.lower())
                 self._finish(n, result)
             else:
                 self._enqueue(item)
             block = block and not self.pending  # one document is enough to start a batch
 
     def _enqueue(self, p: _Prepared) -> None:
-        self.tracker.file_read(self.sizes[p.order], len(p.texts))
+        self.tracker.file_read(self.sizes[p.order], len(p.texts), self.files[p.order].suffix.lower())
         p.vectors = np.zeros((len(p.texts), self.ing.embedder.dim), dtype=np.float32)
         p.ready = np.zeros(len(p.texts), dtype=bool)
         self.open_docs.append(p)
@@ -436,12 +440,14 @@ class _PipelineRun:
         self._complete_docs()
 
     def _complete_docs(self) -> None:
-        """Documents whose passages all have vectors, in file order, go to the write buffer."""
+        """Documents whose passages all have vectors, in file order, are written now: searchable at once, and
+        each with the time it was done."""
         while self.open_docs and self.open_docs[0].left == 0:
             p = self.open_docs.popleft()
             self.unwritten.append(p)
             if sum(len(d.texts) for d in self.unwritten) >= self.ing.write_batch_passages:
                 self._flush()
+        self._flush()
         self._report()
 
     def _report(self) -> None:
