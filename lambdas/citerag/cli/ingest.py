@@ -30,6 +30,9 @@ from citerag.cli.common import (
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="files or folders")],
     sync: Annotated[bool, typer.Option("--sync", help="also remove documents whose files are gone")] = False,
+    watch: Annotated[bool, typer.Option("--watch", help="then keep the index in step with the folders until "
+                                                        "Ctrl-C (new, changed, moved and deleted files; implies "
+                                                        "--sync)")] = False,
     meta: Annotated[list[str] | None, typer.Option("--meta", help="key=value added to every chunk")] = None,
     ocr: Annotated[bool, typer.Option("--ocr", help="read scanned PDF pages and PNG/JPEG/TIFF images with Tesseract "
                                                     "(the ocr extra; CITERAG_OCR=true)")] = False,
@@ -41,8 +44,8 @@ def ingest(
     with errors(as_json):
         extra = parse_meta(meta or [])
         comps = components(index, namespace, ocr=True if ocr else None)
-        started = time.monotonic()
-        results = run_ingest(comps, paths, sync=sync, extra=extra, quiet=as_json, say_added=True)
+        started, started_at = time.monotonic(), time.time()
+        results = run_ingest(comps, paths, sync=sync or watch, extra=extra, quiet=as_json, say_added=True)
         seconds = time.monotonic() - started
         counts = {s: sum(1 for r in results if r.status == s)
                   for s in ("added", "replaced", "unchanged", "removed", "skipped", "failed")}
@@ -50,7 +53,7 @@ def ingest(
         passages = sum(r.chunks for r in results if r.status in ("added", "replaced"))
         # Without --sync, documents whose files were deleted or renamed stay searchable (and a renamed one is cited
         # twice): say so, and how to drop them.
-        gone = [] if sync else comps.ingestor(extra).gone(paths)
+        gone = [] if sync or watch else comps.ingestor(extra).gone(paths)
         if as_json:
             print(json.dumps({"summary": counts, "embedded": embedded, "passages": passages,
                               "seconds": round(seconds, 3), "results": [r.model_dump() for r in results],
@@ -65,6 +68,11 @@ def ingest(
                           f"{'has' if one else 'have'} no file any more (deleted or renamed): "
                           f"{named}{more}; add --sync to remove {'it' if one else 'them'}[/]",
                           highlight=False, soft_wrap=True)
+        if watch:
+            from citerag.cli.watch import watch_folders
+
+            watch_folders(comps, paths, extra, as_json, since=started_at)
+            return
         if counts["failed"] and not (counts["added"] or counts["replaced"] or counts["unchanged"]):
             raise typer.Exit(1)
 
