@@ -144,8 +144,9 @@ def test_places_join_as_a_reader_counts_them():
     assert join_places("Setup, ¶ 2", "Setup, table 1 row 3") == "Setup, ¶ 2 to table 1 row 3"
     marks = [Mark(start=0, place="¶ 1"), Mark(start=10, place="¶ 2"), Mark(start=20, place="¶ 3")]
     assert span_place(marks, 12, 25) == "¶ 2-3" and span_place(marks, 0, 5) == "¶ 1"
-    places = ["A2:B2\tName: Ada", "A3:B3\tName: Bob"]
+    places = ["A2:B2\t9\tName: Ada", "A3:B3\t9\tName: Bob"]
     assert place_of(places, "Name: Ada\n\nName: Bob", 12) == "A3:B3"
+    assert place_of(places, "Name: Ada\n\nName: Bob\n\nA row beyond the passage's units", 25) is None
     assert place_of(places, "…something else", 3) is None
 
 

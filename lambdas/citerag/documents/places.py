@@ -22,12 +22,13 @@ def span_place(marks: list[Mark], start: int, end: int) -> str | None:
     return join_places(marks[first].place, marks[last].place)
 
 
-UNIT_KEY_CHARS = 48  # how much of a unit's text finds it again in a passage
+UNIT_KEY_CHARS = 32  # how much of a unit's text finds it again in a passage (it travels with every passage)
 
 
 def unit_places(text: str, marks: list[Mark], start: int, end: int) -> list[str]:
-    """The units characters start..end of a section span, each as "place\tits first words": what a citation
-    needs to name the one unit its sentence is in (`place_of`), stored with the passage."""
+    """The units characters start..end of a section span, each as "place\tlength\tits first words" (length
+    and words with runs of whitespace as one space): what a citation needs to name the one unit its sentence is in
+    (`place_of`), stored with the passage."""
     if not marks:
         return []
     starts = [m.start for m in marks]
@@ -36,14 +37,15 @@ def unit_places(text: str, marks: list[Mark], start: int, end: int) -> list[str]
     out = []
     for i in range(first, last + 1):
         stop = marks[i + 1].start if i + 1 < len(marks) else len(text)
-        out.append(f"{marks[i].place}\t{' '.join(text[marks[i].start:stop].split())[:UNIT_KEY_CHARS]}")
+        unit = " ".join(text[marks[i].start:stop].split())
+        out.append(f"{marks[i].place}\t{len(unit)}\t{unit[:UNIT_KEY_CHARS]}")
     return out
 
 
 def place_of(places: object, text: str, at: int) -> str | None:
     """The place of the unit that holds character `at` of a passage's text (the chunk, its parent or a window of
-    it), found by the units' first words: the last unit that starts at or before it. None when the passage has no
-    units or none of them is in `text`."""
+    it), found by the units' first words in order. None when the passage has no units, none of them is found, or
+    `at` lies outside every one found (in a window's text beyond the chunk)."""
     if not isinstance(places, list):
         return None
     flat = " ".join(text.split())
@@ -51,15 +53,17 @@ def place_of(places: object, text: str, at: int) -> str | None:
     squashed_at = len(" ".join(text[:at].split())) + (1 if at and text[:at][-1:].isspace() else 0)
     best, from_ = None, 0
     for item in places:
-        if not isinstance(item, str) or "\t" not in item:
+        parts = item.split("\t", 2) if isinstance(item, str) else []
+        if len(parts) != 3 or not parts[1].isdigit() or not parts[2]:
             continue
-        place, key = item.split("\t", 1)
-        found = flat.find(key, from_) if key else -1
+        place, length, key = parts[0], int(parts[1]), parts[2]
+        found = flat.find(key, from_)
         if found == -1:
             continue
         if found > squashed_at:
             break
-        best, from_ = place, found + 1
+        best = place if squashed_at < found + length else None
+        from_ = found + 1
     return best
 
 
