@@ -188,3 +188,42 @@ def test_without_the_office_extra_the_message_says_what_to_install(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_docx)
     with pytest.raises(DocumentError, match=r"pip install 'citerag\[office\]'"):
         load_bytes((FIXTURES / "handbook.docx").read_bytes(), "file:///h.docx", "h.docx")
+
+
+def test_word_text_inside_a_content_control_is_read():
+    docx = pytest.importorskip("docx")
+    from docx.oxml import parse_xml
+
+    d = docx.Document()
+    d.add_heading("Contract", level=1)
+    d.add_paragraph("The parties agree as follows.")
+    w = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+    d.element.body.insert(-1, parse_xml(f'<w:sdt {w}><w:sdtContent><w:p><w:r><w:t>The notice period is ninety '
+                                        'days.</w:t></w:r></w:p></w:sdtContent></w:sdt>'))
+    buf = io.BytesIO()
+    d.save(buf)
+    chunks = chunk_document(load_bytes(buf.getvalue(), "file:///c.docx", "c.docx"))
+    assert "The notice period is ninety days." in chunks[0].text
+    assert chunks[0].section == "Contract, ¶ 1-2"
+
+
+def test_an_epub_2_book_names_its_chapters_from_the_ncx():
+    ncx = ('<?xml version="1.0"?><ncx xmlns="http://www.daisy.org/z3986/2005/ncx/" version="2005-1"><navMap>'
+           '<navPoint id="n1"><navLabel><text>Chapter One: Setup</text></navLabel><content src="one.html"/>'
+           '</navPoint></navMap></ncx>')
+    opf = ('<?xml version="1.0"?><package xmlns="http://www.idpf.org/2007/opf" version="2.0"><metadata '
+           'xmlns:dc="http://purl.org/dc/elements/1.1/"><dc:title>Old book</dc:title></metadata><manifest>'
+           '<item id="ncx" href="toc.ncx" media-type="application/x-dtbncx+xml"/>'
+           '<item id="c1" href="one.html" media-type="application/xhtml+xml"/></manifest>'
+           '<spine toc="ncx"><itemref idref="c1"/></spine></package>')
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("mimetype", "application/epub+zip")
+        z.writestr("META-INF/container.xml", '<container xmlns="urn:oasis:names:tc:opendocument:xmlns:container">'
+                   '<rootfiles><rootfile full-path="content.opf"/></rootfiles></container>')
+        z.writestr("content.opf", opf)
+        z.writestr("toc.ncx", ncx)
+        z.writestr("one.html", "<html><body><h2>Network</h2><p>Set a static address first.</p></body></html>")
+    doc = load_bytes(buf.getvalue(), "file:///old.epub", "old.epub")
+    assert doc.title == "Old book"
+    assert [s.section for s in doc.sections] == ["Chapter One: Setup > Network"]

@@ -109,7 +109,7 @@ def load_docx(data: bytes, name: str, max_pages: int) -> tuple[str | None, list[
     path: list[tuple[int, str]] = []
     heading = ""
     paragraph = tables = 0
-    for block in document.iter_inner_content():
+    for block in _blocks(document.element.body, document, Paragraph, Table):
         if isinstance(block, Paragraph):
             text = block.text.strip()
             level = _heading_level(block)
@@ -130,6 +130,23 @@ def load_docx(data: bytes, name: str, max_pages: int) -> tuple[str | None, list[
     parts.close()
     props = document.core_properties
     return (props.title or None), parts.sections
+
+
+_W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+
+
+def _blocks(container: Any, parent: Any, paragraph: type, table: type) -> Iterator[Any]:
+    """Paragraphs and tables in document order, those inside content controls too (a template's title, a form's
+    fields): python-docx's own iteration passes over a <w:sdt> and everything in it."""
+    for child in container.iterchildren():
+        if child.tag == f"{_W}p":
+            yield paragraph(child, parent)
+        elif child.tag == f"{_W}tbl":
+            yield table(child, parent)
+        elif child.tag == f"{_W}sdt":
+            content = child.find(f"{_W}sdtContent")
+            if content is not None:
+                yield from _blocks(content, parent, paragraph, table)
 
 
 def _heading_level(paragraph: Any) -> int | None:
