@@ -43,11 +43,12 @@ EN2 = [
 
 
 def render(lines: list[str], lang: str, dpi: int) -> Image.Image:
-    """An A5-wide strip of a printed page: 11 pt text (14 pt heading) at `dpi`, black on white."""
+    """A strip of a printed page: 11 pt text (14 pt heading) at `dpi`, black on white, with half-inch margins
+    around its longest line."""
     scale = dpi / 72
-    width = int(5.8 * dpi)
     body = ImageFont.truetype(FONTS[lang], round(11 * scale))
     head = ImageFont.truetype(FONTS[lang], round(14 * scale))
+    width = round(max((head if i == 0 else body).getlength(line) for i, line in enumerate(lines)) + dpi)
     line_h = round(18 * scale)
     height = int(line_h * (len(lines) + 3))
     img = Image.new("L", (width, height), 255)
@@ -59,15 +60,15 @@ def render(lines: list[str], lang: str, dpi: int) -> Image.Image:
     return img
 
 
-def degrade(img: Image.Image, *, angle: float, noise: float, seed: int) -> Image.Image:
-    """A worse scan: turned by `angle` degrees, a `noise` share of pixels flipped to random greys, slightly blurred."""
+def degrade(img: Image.Image, *, angle: float, noise: float, seed: int, blur: float = 0.6) -> Image.Image:
+    """A worse scan: turned by `angle` degrees, a `noise` share of pixels flipped to random greys, blurred."""
     rng = random.Random(seed)
     img = img.rotate(angle, resample=Image.Resampling.BICUBIC, expand=True, fillcolor=255)
     px = img.load()
     w, h = img.size
     for _ in range(int(w * h * noise)):
         px[rng.randrange(w), rng.randrange(h)] = rng.randrange(0, 256)
-    return img.filter(ImageFilter.GaussianBlur(0.6))
+    return img.filter(ImageFilter.GaussianBlur(blur))
 
 
 def png(img: Image.Image, dpi: int) -> bytes:
@@ -113,6 +114,11 @@ def main() -> None:
         hard = degrade(render(lines, lang, 150), angle=4.0, noise=0.05, seed=4)
         keep(f"{lang}_rotated4_noisy5_150dpi.png", png(hard, 150), [(lang, lines)],
              "turned 4°, 5% noise, blurred, 150 dpi")
+        harsh = degrade(render(lines, lang, 150), angle=-5.0, noise=0.10, seed=5, blur=1.0)
+        buf = io.BytesIO()
+        harsh.save(buf, "JPEG", quality=40, dpi=(150, 150))
+        keep(f"{lang}_harsh_150dpi.jpg", buf.getvalue(), [(lang, lines)],
+             "turned -5°, 10% noise, heavy blur, JPEG q40, 150 dpi")
         keep(f"{lang}_upside_down_200dpi.png", png(render(lines, lang, 200).rotate(180), 200), [(lang, lines)],
              "upside down, 200 dpi")
     # A two-page TIFF, as a document scanner saves a stack.

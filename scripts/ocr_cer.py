@@ -76,12 +76,18 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--languages", default="eng+jpn", help="Tesseract's models, as CITERAG_OCR_LANGUAGES")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--no-preprocessing", action="store_true",
+                    help="Tesseract on the image as it is (greyscale only): what the cleaning and levelling add")
     args = ap.parse_args()
+    if args.no_preprocessing:
+        from citerag.documents import ocr
+
+        ocr._upright = lambda image: image.convert("L")
     rows = measure(args.languages)
     if args.json:
         print(json.dumps(rows, ensure_ascii=False, indent=1))
         return 0
-    print(f"languages {args.languages}")
+    print(f"languages {args.languages}{' (no preprocessing)' if args.no_preprocessing else ''}")
     print(f"{'file':32} {'condition':48} CER by page")
     for r in rows:
         pages = ", ".join(f"{p['lang']} {p['cer']:.1%}" for p in r["pages"])
