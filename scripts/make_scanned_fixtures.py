@@ -121,6 +121,14 @@ def main() -> None:
              "turned -5°, 10% noise, heavy blur, JPEG q40, 150 dpi")
         keep(f"{lang}_upside_down_200dpi.png", png(render(lines, lang, 200).rotate(180), 200), [(lang, lines)],
              "upside down, 200 dpi")
+    # A whole A4 page of text (what a page of OCR costs): the paragraphs over again, numbered, to 36 lines.
+    for lang, lines in (("en", EN + EN2), ("ja", JA)):
+        page = [lines[0]] + [f"{n + 1}. {lines[1 + n % (len(lines) - 1)]}" for n in range(35)]
+        img = render(page, lang, 200)
+        a4 = Image.new("L", (round(8.27 * 200), round(11.69 * 200)), 255)
+        a4.paste(img.crop((0, 0, min(img.width, a4.width), min(img.height, a4.height))), (0, 0))
+        keep(f"{lang}_page_a4_200dpi.png", png(a4, 200), [(lang, page)],
+             "numbered list: a whole A4 page of 35 items, 200 dpi")
     # A two-page TIFF, as a document scanner saves a stack.
     buf = io.BytesIO()
     first, second = render(EN, "en", 200), render(JA, "ja", 200)

@@ -58,18 +58,22 @@ def measure(languages: str) -> list[dict]:
     truth = json.loads((FIXTURES / "truth.json").read_text(encoding="utf-8"))
     rows = []
     for name, item in truth.items():
-        cpu, wall = time.process_time(), time.perf_counter()
+        cpu, wall = _cpu_seconds(), time.perf_counter()
         pages = read_pages(FIXTURES / name, languages)
-        # Tesseract runs in a child process: its CPU time is the children's.
-        import resource
-
-        children = resource.getrusage(resource.RUSAGE_CHILDREN)
         rows.append({"file": name, "condition": item["condition"],
                      "pages": [{"lang": p["lang"], "cer": round(cer(p["text"], got, p["lang"]), 4)}
                                for p, got in zip(item["pages"], pages, strict=True)],
-                     "wall_s": round(time.perf_counter() - wall, 2), "own_cpu_s": round(time.process_time() - cpu, 2),
-                     "tesseract_cpu_s_total": round(children.ru_utime + children.ru_stime, 2)})
+                     "wall_s": round(time.perf_counter() - wall, 2),
+                     "cpu_s_per_page": round((_cpu_seconds() - cpu) / len(pages), 2)})
     return rows
+
+
+def _cpu_seconds() -> float:
+    """This process's CPU time and its children's: Tesseract runs as a child process."""
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def main() -> int:
@@ -88,16 +92,17 @@ def main() -> int:
         print(json.dumps(rows, ensure_ascii=False, indent=1))
         return 0
     print(f"languages {args.languages}{' (no preprocessing)' if args.no_preprocessing else ''}")
-    print(f"{'file':32} {'condition':48} CER by page")
+    print(f"{'file':32} {'condition':56} {'CPU s/page':>10}  CER by page")
     for r in rows:
         pages = ", ".join(f"{p['lang']} {p['cer']:.1%}" for p in r["pages"])
-        print(f"{r['file']:32} {r['condition']:48} {pages}")
+        print(f"{r['file']:32} {r['condition'][:56]:56} {r['cpu_s_per_page']:>10.2f}  {pages}")
     for lang in ("en", "ja"):
-        clean = [p["cer"] for r in rows if r["condition"].startswith("clean") for p in r["pages"] if p["lang"] == lang]
-        worse = [p["cer"] for r in rows if not r["condition"].startswith("clean") for p in r["pages"]
-                 if p["lang"] == lang]
-        print(f"{lang}: clean mean {sum(clean) / len(clean):.1%} (max {max(clean):.1%}); "
-              f"degraded mean {sum(worse) / len(worse):.1%} (max {max(worse):.1%})")
+        groups: dict[str, list[float]] = {"clean": [], "degraded": [], "numbered list": []}
+        for r in rows:
+            group = next((g for g in groups if r["condition"].startswith(g)), "degraded")
+            groups[group] += [p["cer"] for p in r["pages"] if p["lang"] == lang]
+        print(f"{lang}: " + "; ".join(f"{g} mean {sum(v) / len(v):.1%} (max {max(v):.1%})"
+                                      for g, v in groups.items() if v))
     return 0
 
 

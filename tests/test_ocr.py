@@ -34,7 +34,7 @@ needs_tesseract = pytest.mark.skipif(
     not {"eng", "jpn"} <= _tesseract_languages(),
     reason="needs Tesseract with English and Japanese (apt-get install tesseract-ocr tesseract-ocr-eng "
            "tesseract-ocr-jpn)")
-pytest.importorskip("pytesseract")
+pytest.importorskip("PIL")
 
 
 @needs_tesseract

@@ -1,11 +1,14 @@
 """Text from images of text: a scanned PDF page with no text layer, a PNG, JPEG or TIFF. Tesseract (Debian's
-`tesseract-ocr` with its `-eng` and `-jpn` models; nothing is downloaded) through pytesseract, the `ocr` extra.
-Off unless asked for (CITERAG_OCR=true or `citerag ingest --ocr`): it is slow, about a second a page."""
+`tesseract-ocr` with its `-eng` and `-jpn` models; nothing is downloaded) run as a process, Pillow (the `ocr`
+extra) for the images. Off unless asked for (CITERAG_OCR=true or `citerag ingest --ocr`): a whole A4 page costs about
+2.5 CPU seconds, five times what embedding its passages does (docs/formats.md)."""
 
 from __future__ import annotations
 
 import io
+import os
 import re
+import subprocess
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +17,10 @@ from citerag.errors import DocumentError
 DEFAULT_LANGUAGES = "eng+jpn"
 MAX_PIXELS = 60_000_000  # a page at 600 dpi is 35 million; above this is a decompression bomb, not a scan
 MAX_FRAMES = 5000
+PAGE_TIMEOUT_S = 300  # one page; a page that takes longer is not a page of text
+# Tesseract's OpenMP threads spin while they wait: on a busy machine a page took 6 CPU seconds with them and 1
+# without, in about the same wall time. Pages are many; one thread each is the better use of the cores.
+_ENV = {**os.environ, "OMP_THREAD_LIMIT": "1"}
 # Tesseract writes Japanese with a space between characters where a line was set loosely: none is meant there.
 _CJK = r"[\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]"
 _CJK_GAP = re.compile(rf"(?<={_CJK}) +(?={_CJK})")
@@ -27,20 +34,10 @@ class Ocr:
 
     def read(self, image: Any) -> str:
         """The text of one image (a PIL image), lines as Tesseract found them."""
-        try:
-            import pytesseract
-        except ImportError:
-            raise DocumentError("reading scanned pages needs pytesseract: pip install 'citerag[ocr]'") from None
-        image = _upright(image)
-        try:
-            # --psm 3: find the page's own layout (columns, blocks), as a scan of a printed page has.
-            text = pytesseract.image_to_string(image, lang=self.languages, config="--psm 3")
-        except pytesseract.TesseractNotFoundError:
-            raise DocumentError("reading scanned pages needs Tesseract: apt-get install tesseract-ocr "
-                                "tesseract-ocr-eng tesseract-ocr-jpn") from None
-        except pytesseract.TesseractError as exc:
-            raise DocumentError(f"OCR failed: {' '.join(str(exc.message).split())[:300]}") from None
-        return tidy(text)
+        # --psm 3: find the page's own layout (columns, blocks), as a scan of a printed page has. A numbered list
+        # can lose its numbers to a block of their own (docs/formats.md); --psm 4 keeps them but runs two columns
+        # into one line, which would make every quoted sentence a mix of two.
+        return tidy(tesseract(_upright(image), "-l", self.languages, "--psm", "3"))
 
     def image_pages(self, data: bytes) -> list[str]:
         """The text of each frame of an image file (a TIFF may hold many pages; a PNG or JPEG holds one)."""
@@ -83,24 +80,39 @@ def pdf_page_images(page: Any) -> list[Any]:
     return sorted((i for i in images if i is not None), key=lambda i: -i.width * i.height)
 
 
+def tesseract(image: Any, *args: str, check: bool = True) -> str:
+    """Tesseract's text output for a PIL image (given on its standard input as PNG)."""
+    buf = io.BytesIO()
+    image.save(buf, "PNG")
+    try:
+        done = subprocess.run(["tesseract", "stdin", "stdout", *args], input=buf.getvalue(), capture_output=True,
+                              timeout=PAGE_TIMEOUT_S, env=_ENV, check=False)
+    except FileNotFoundError:
+        raise DocumentError("reading scanned pages needs Tesseract: apt-get install tesseract-ocr "
+                            "tesseract-ocr-eng tesseract-ocr-jpn") from None
+    except subprocess.TimeoutExpired:
+        raise DocumentError(f"OCR of one page took longer than {PAGE_TIMEOUT_S} s; it was stopped") from None
+    if done.returncode and check:
+        said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise DocumentError(f"OCR failed: {' '.join((said[-1] if said else '').split())[:300] or 'no reason given'}")
+    return done.stdout.decode("utf-8", "replace")
+
+
 def _upright(image: Any) -> Any:
-    """Greyscale with no alpha (Tesseract reads transparent pixels as black), and turned upright when Tesseract's
-    orientation detection is sure the scan lies on its side or upside down. A 3x3 median takes out speckle
-    noise (at 5% speckle Japanese lost four characters in ten) and leaves strokes of 150 dpi text whole."""
+    """Greyscale with no alpha (Tesseract reads transparent pixels as black), cleaned of speckle, levelled, and
+    turned upright when Tesseract's orientation detection is sure the scan lies on its side or upside down. A 3x3
+    median takes out speckle noise (at 5% speckle Japanese lost four characters in ten) and leaves strokes of
+    150 dpi text whole."""
     from PIL import ImageFilter
 
-    if image.mode not in ("L", "RGB"):
-        image = image.convert("RGBA").convert("RGB") if "A" in image.mode or image.mode == "P" else \
-            image.convert("RGB")
+    if "A" in image.mode or image.mode == "P":
+        image = image.convert("RGBA").convert("RGB")
     image = _deskewed(image.convert("L").filter(ImageFilter.MedianFilter(3)))
-    try:
-        import pytesseract
-
-        osd = pytesseract.image_to_osd(image, output_type=pytesseract.Output.DICT, config="--psm 0")
-        if osd.get("rotate") in (90, 180, 270) and float(osd.get("orientation_conf", 0)) >= 2.0:
-            image = image.rotate(-int(osd["rotate"]), expand=True)
-    except Exception:  # too little text to tell: read it as it lies
-        pass
+    osd = tesseract(image, "--psm", "0", check=False)  # too little text to tell: it fails, and the page stays
+    rotate = re.search(r"^Rotate: (\d+)", osd, re.M)
+    sure = re.search(r"^Orientation confidence: ([\d.]+)", osd, re.M)
+    if rotate and sure and int(rotate[1]) in (90, 180, 270) and float(sure[1]) >= 2.0:
+        image = image.rotate(-int(rotate[1]), expand=True)
     return image
 
 
