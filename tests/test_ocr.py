@@ -102,3 +102,21 @@ def test_an_image_that_is_not_one_gets_a_message():
 def test_the_languages_setting_is_checked():
     r = runner.invoke(app, ["ingest", "nowhere", "--ocr"], env={"CITERAG_OCR_LANGUAGES": "eng;rm -rf /"})
     assert r.exit_code != 0 and "setting ocr_languages" in r.output and "Traceback" not in r.output
+
+
+@pytest.mark.skipif(shutil.which("jbig2dec") is not None, reason="jbig2dec is installed: the page would decode")
+def test_a_jbig2_scan_without_jbig2dec_says_what_to_install():
+    from conftest import make_raw_pdf
+
+    data = "not really jbig2"
+    pdf = make_raw_pdf([
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 200 200] /Resources << /XObject << /Im1 5 0 R >> >> "
+        "/Contents 4 0 R >>",
+        "<< /Length 30 >>\nstream\nq 200 0 0 200 0 0 cm /Im1 Do Q\nendstream",
+        f"<< /Type /XObject /Subtype /Image /Width 8 /Height 8 /BitsPerComponent 1 /ImageMask true "
+        f"/Filter /JBIG2Decode /Length {len(data)} >>\nstream\n{data}\nendstream",
+    ])
+    with pytest.raises(DocumentError, match="JBIG2-compressed, which needs jbig2dec: apt-get install jbig2dec"):
+        load_bytes(pdf, "file:///scan.pdf", "scan.pdf", ocr=Ocr())

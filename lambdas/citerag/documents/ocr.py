@@ -76,6 +76,9 @@ def pdf_page_images(page: Any) -> list[Any]:
     except Image.DecompressionBombError:
         raise DocumentError(f"a page image has more than {MAX_PIXELS:,} pixels; it is refused") from None
     except Exception as exc:  # pypdf raises many kinds on a damaged image stream
+        if "jbig2dec" in str(exc):  # scanners' favourite compression for black and white pages
+            raise DocumentError("a scanned page is JBIG2-compressed, which needs jbig2dec: apt-get install "
+                                "jbig2dec") from None
         raise DocumentError(f"a page image cannot be read ({type(exc).__name__})") from None
     return sorted((i for i in images if i is not None), key=lambda i: -i.width * i.height)
 
