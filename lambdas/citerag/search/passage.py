@@ -93,8 +93,9 @@ class Passage(BaseModel):
 
 
 def location(page: Any, section: Any) -> str:
-    """Where in its file a passage is, as a reader finds it: "page 5" in a PDF, else its section (a Markdown or
-    HTML heading path, a text file's lines); "" when neither is known."""
+    """Where in its file a passage is, as a reader finds it: "page 5" in a PDF (a scanned one too), else its
+    section (a Markdown, HTML or EPUB heading path, a text file's lines, a Word heading and paragraph or table row,
+    a sheet's cells "Plans!A3:C3", a slide "slide 3: Pricing"); "" when neither is known."""
     if isinstance(page, int) and not isinstance(page, bool) and page > 0:
         return f"page {page}"
     return section if isinstance(section, str) else ""
