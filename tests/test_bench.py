@@ -140,3 +140,19 @@ def test_run_files_score_the_same_in_a_standard_evaluator(tmp_path):
         runs_by_score = {q: [d for _, d in sorted(v, key=lambda x: (-x[0], [-ord(c) for c in x[1]]))]
                          for q, v in ranked.items()}
         assert evaluate(runs_by_score, qrels)["ndcg@10"] == data[mode]["ndcg@10"]
+
+
+def test_bench_ingest_reports_cpu_seconds_per_passage_and_per_pdf_page(tmp_path, fast_settings):
+    from citerag.bench.speed import ingest_run
+
+    from conftest import make_pdf
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "manual.pdf").write_bytes(make_pdf([f"Page {n}. The filter is cleaned every {n} weeks." for n in
+                                                  range(1, 5)]))
+    (folder / "notes.md").write_text("# Notes\n\nThe fan has three speeds.\n", encoding="utf-8")
+    res = ingest_run(folder, fast_settings)
+    assert res["passages"] == 5 and res["pdf_pages"] == 4
+    assert res["cpu_s"] > 0 and res["cpu_s_per_passage"] == res["cpu_s"] / 5
+    assert res["cpu_s_per_pdf_page"] == res["cpu_s"] / 4 and res["wall_s_per_passage"] > 0

@@ -79,7 +79,7 @@ def test_failed_documents_leave_the_index_unchanged_and_the_batch_continues(fast
     (folder / "broken.pdf").write_bytes(b"%PDF-1.7\n%%EOF garbage")
     (folder / "latin1.txt").write_bytes("Le café est prêt.".encode("latin-1"))  # Shift_JIS is read now
     (folder / "empty.txt").write_bytes(b"")
-    (folder / "deck.pptx").write_bytes(b"PK")
+    (folder / "deck.key").write_bytes(b"PK")
     (folder / ".hidden.md").write_text("# hidden", encoding="utf-8")
     results = {Path(r.source).name: r for r in fast.ingestor().ingest_paths([folder, tmp_path / "nope.txt"])}
     assert results["good.md"].status == "added"
@@ -87,7 +87,7 @@ def test_failed_documents_leave_the_index_unchanged_and_the_batch_continues(fast
     assert "corrupt" in results["broken.pdf"].reason
     assert "not valid UTF-8" in results["latin1.txt"].reason
     assert "empty" in results["empty.txt"].reason
-    assert results["deck.pptx"].status == "skipped"
+    assert results["deck.key"].status == "skipped"
     assert "no such file" in results["nope.txt"].reason
     assert ".hidden.md" not in results
     assert [d.title for d in fast.index.list_documents()] == ["Good"]

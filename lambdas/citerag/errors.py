@@ -11,6 +11,10 @@ class DocumentError(CiteragError):
     """A document could not be loaded (corrupt, encrypted, empty, unsupported...)."""
 
 
+class NeedsOcr(DocumentError):
+    """An image of text, not read because OCR is off: skipped, as a file of a type not indexed is."""
+
+
 class IndexError_(CiteragError):
     """The index file is locked, corrupt, or otherwise unusable."""
 

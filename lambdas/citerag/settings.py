@@ -76,6 +76,10 @@ class Settings(BaseSettings):
     max_file_bytes: int = 200 * 1024 * 1024
     max_pdf_pages: int = 5000
     max_chunks_per_document: int = Field(20_000, ge=1)
+    # OCR of scanned PDF pages and PNG/JPEG/TIFF images (the ocr extra and Debian's tesseract-ocr; docs/formats.md).
+    ocr: bool = False
+    ocr_languages: str = Field("eng+jpn", pattern=r"^[A-Za-z_]{3,20}(\+[A-Za-z_]{3,20}){0,5}$",
+                               description="Tesseract's language models, as `tesseract --list-langs` names them")
 
     # Embedded model threads, measured with `citerag bench-embed` (README "Thread policy"): a query embeds on one
     # OpenMP thread; ingest embeds `embed_workers` batches side by side (default: one per usable core), each on

@@ -102,8 +102,9 @@ def model_only(embed: Callable[[list[str]], Any], texts: Sequence[str], *, batch
         for b in batches:
             embed(b)
     wall = time.perf_counter() - t0
+    cpu = time.process_time() - c0
     return {"passages": len(texts), "seconds": wall, "passages_per_s": len(texts) / wall if wall else 0.0,
-            "cpu_per_wall": (time.process_time() - c0) / wall if wall else 0.0}
+            "cpu_per_wall": cpu / wall if wall else 0.0, "cpu_s_per_passage": cpu / len(texts) if texts else 0.0}
 
 
 def folder_passages(folder: Path, settings) -> list[str]:
@@ -130,15 +131,46 @@ def ingest_run(folder: Path, settings) -> dict[str, Any]:
         ing = comps.ingestor()
         comps.embedder.embed_query("warm up")  # load the model outside the timing, as model_only does
         t0 = time.perf_counter()
-        c0 = time.process_time()
+        c0 = _cpu_seconds()
         results = ing.ingest_paths([folder])
         wall = time.perf_counter() - t0
-        cpu = time.process_time() - c0
+        cpu = _cpu_seconds() - c0
         passages = sum(r.chunks for r in results if r.status in ("added", "replaced"))
+        pages = pdf_pages(folder)
+        # CPU seconds are what the work costs whatever else the machine runs (wall time stretches under load).
         return {"files": len(results), "failed": sum(r.status == "failed" for r in results),
                 "passages": passages, "embedded": comps.embedder.misses, "near_duplicates": ing.near_duplicates,
-                "seconds": wall, "passages_per_s": passages / wall if wall else 0.0,
-                "embedded_per_s": comps.embedder.misses / wall if wall else 0.0, "cpu_per_wall": cpu / wall}
+                "pdf_pages": pages, "seconds": wall, "passages_per_s": passages / wall if wall else 0.0,
+                "embedded_per_s": comps.embedder.misses / wall if wall else 0.0, "cpu_per_wall": cpu / wall,
+                "cpu_s": cpu, "cpu_s_per_passage": cpu / passages if passages else 0.0,
+                "wall_s_per_passage": wall / passages if passages else 0.0,
+                "cpu_s_per_pdf_page": cpu / pages if pages else None}
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this process (every thread) and of the children it waited for (Tesseract, for OCR)."""
+    import resource
+
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def pdf_pages(folder: Path) -> int:
+    """Pages of the PDFs under the folder: what "per page" counts."""
+    from pypdf import PdfReader
+
+    from citerag.ingestion.files import expand_paths
+
+    files, _ = expand_paths([folder])
+    pages = 0
+    for f in files:
+        if f.suffix.lower() == ".pdf":
+            try:
+                pages += len(PdfReader(f).pages)
+            except Exception:  # a PDF ingest could not read either; it made no passages
+                continue
+    return pages
 
 
 def ingest_vs_model(folder: Path, settings) -> dict[str, Any]:

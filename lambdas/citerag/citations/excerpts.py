@@ -9,6 +9,7 @@ from citerag.citations.graders import anchors
 from citerag.citations.pii import MASK_LABEL, PiiMasker
 from citerag.citations.statements import split_statements
 from citerag.documents.chunking import first_line, line_bounds, line_range, lines_label
+from citerag.documents.places import place_of
 from citerag.documents.text import detect_language
 from citerag.search.passage import Passage
 from citerag.search.sparse import tokenize
@@ -51,7 +52,18 @@ def as_source(passage: Passage, shown: str, mask: Callable[[str], str] | None = 
     if earlier is not None and text and text not in earlier.excerpt.split(QUOTE_JOINER):
         # The source listed once shows every sentence it is cited for (its first alone hid the others).
         earlier.excerpt = earlier.excerpt + QUOTE_JOINER + text if earlier.excerpt else text
-    return passage.model_copy(update={"excerpt": text, "section": lines or passage.section})
+    return passage.model_copy(update={"excerpt": text, "section": lines or _unit(passage, sentence or shown)
+                                      or passage.section})
+
+
+def _unit(passage: Passage, sentence: str) -> str | None:
+    """For a passage made of units (a Word paragraph, a sheet's row, a table's row), the place of the one that
+    holds the sentence ("Plans!A3:C3" rather than the passage's "Plans!A2:C9")."""
+    places = passage.places
+    if not places:
+        return None
+    span = _find(passage.text, sentence)
+    return place_of(places, passage.text, span[0]) if span else None
 
 
 def cut(text: str, limit: int = EXCERPT_CHARS) -> str:

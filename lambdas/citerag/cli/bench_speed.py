@@ -74,3 +74,10 @@ def bench_ingest(
                   f"passages/s; ingest: {p['passages_per_s']:.2f} passages/s ({p['seconds']:.1f} s) = "
                   f"{res['ratio']:.1%} of the model-only rate ({res['embedded_ratio']:.1%} counting only "
                   "passages the model embedded)", highlight=False)
+        # CPU seconds hold steady on a busy machine, where wall time stretches with the other processes' load.
+        per_page = (f"; {p['cpu_s_per_pdf_page']:.2f} CPU s per PDF page ({p['pdf_pages']} pages), "
+                    f"{p['cpu_s_per_pdf_page'] * 1000 / 3600:.2f} CPU hours per 1,000 pages"
+                    if p["cpu_s_per_pdf_page"] else "")
+        out.print(f"cost: {p['cpu_s_per_passage']:.3f} CPU s per passage (model alone "
+                  f"{m['after']['cpu_s_per_passage']:.3f}), {p['wall_s_per_passage']:.3f} wall s per passage"
+                  f"{per_page}", highlight=False)

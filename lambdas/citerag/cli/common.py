@@ -172,9 +172,11 @@ def samples_dir() -> Path:
     return Path(str(resources.files("citerag") / "samples"))
 
 
-def run_ingest(comps: Components, paths: list[Path], *, sync: bool, extra: dict, quiet: bool):
+def run_ingest(comps: Components, paths: list[Path], *, sync: bool, extra: dict, quiet: bool,
+               say_added: bool = False):
     """Ingest with a progress bar counted in passages (file, page, ETA) on stderr; failures are printed there as
-    they happen (unless quiet: --json reports them in its output)."""
+    they happen (unless quiet: --json reports them in its output), and with say_added each document added or
+    replaced on stdout as it is written."""
     ingestor = comps.ingestor(extra)
     bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[counts]}"),
                    TimeElapsedColumn(), TextColumn("{task.fields[eta]}"), console=err, transient=True)
@@ -186,6 +188,8 @@ def run_ingest(comps: Components, paths: list[Path], *, sync: bool, extra: dict,
                 colour = "red" if r.status == "failed" else "yellow"
                 bar.console.print(f"[{colour}]{r.status}[/] {shown(display(r.source))}: {shown(r.reason or '')}",
                                   highlight=False, soft_wrap=True)
+            elif say_added and not quiet and r.status in ("added", "replaced"):  # written: searchable from now
+                out.print(added_line(r), highlight=False, soft_wrap=True)
 
         def on_progress(p: IngestProgress) -> None:
             bar.update(task, description=shown(progress_description(p)), completed=p.passages_done,
@@ -223,6 +227,10 @@ def _prepare_answers(comps: Components, uris: list[str], bar: Progress, task) ->
         bar.update(task, completed=done, counts=f"{done:,}/{len(texts):,} statements")
 
     comps.embedder.embed_passages(texts, progress=advance)
+
+
+def added_line(r) -> str:
+    return f"[green]{r.status}[/] {shown(display(r.source))} ({r.chunks} chunks)"
 
 
 def progress_description(p: IngestProgress) -> str:

@@ -13,6 +13,7 @@ from citerag.cli.common import (
     IndexOpt,
     JsonOpt,
     NamespaceOpt,
+    added_line,
     app,
     components,
     display,
@@ -29,21 +30,26 @@ from citerag.cli.common import (
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="files or folders")],
     sync: Annotated[bool, typer.Option("--sync", help="also remove documents whose files are gone")] = False,
+    watch: Annotated[bool, typer.Option("--watch", help="then keep the index in step with the folders until "
+                                                        "Ctrl-C (new, changed, moved and deleted files; implies "
+                                                        "--sync)")] = False,
     meta: Annotated[list[str] | None, typer.Option("--meta", help="key=value added to every chunk")] = None,
+    ocr: Annotated[bool, typer.Option("--ocr", help="read scanned PDF pages and PNG/JPEG/TIFF images with Tesseract "
+                                                    "(the ocr extra; CITERAG_OCR=true)")] = False,
     index: IndexOpt = None,
     namespace: NamespaceOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Index PDF, Markdown, HTML and text files. Unchanged files are skipped.
+    """Index PDF, Markdown, HTML, text, Word, Excel, CSV, PowerPoint and EPUB files. Unchanged files are skipped.
 
     Exit status: 0 when done (a file that cannot be indexed for what it holds is reported, not fatal); 1 when no
     file could be indexed or the command itself failed; 3 when any file failed for a system reason (an I/O error,
     no space left, a permission, the index), which the summary names."""
     with errors(as_json):
         extra = parse_meta(meta or [])
-        comps = components(index, namespace)
-        started = time.monotonic()
-        results = run_ingest(comps, paths, sync=sync, extra=extra, quiet=as_json)
+        comps = components(index, namespace, ocr=True if ocr else None)
+        started, started_at = time.monotonic(), time.time()
+        results = run_ingest(comps, paths, sync=sync or watch, extra=extra, quiet=as_json, say_added=True)
         seconds = time.monotonic() - started
         counts = {s: sum(1 for r in results if r.status == s)
                   for s in ("added", "replaced", "unchanged", "removed", "skipped", "failed")}
@@ -51,7 +57,7 @@ def ingest(
         passages = sum(r.chunks for r in results if r.status in ("added", "replaced"))
         # Without --sync, documents whose files were deleted or renamed stay searchable (and a renamed one is cited
         # twice): say so, and how to drop them.
-        gone = [] if sync else comps.ingestor(extra).gone(paths)
+        gone = [] if sync or watch else comps.ingestor(extra).gone(paths)
         system = system_failures(results)
         if as_json:
             print(json.dumps({"summary": counts, "system_failures": system, "embedded": embedded, "passages": passages,
@@ -72,8 +78,13 @@ def ingest(
                           f"{'has' if one else 'have'} no file any more (deleted or renamed): "
                           f"{named}{more}; add --sync to remove {'it' if one else 'them'}[/]",
                           highlight=False, soft_wrap=True)
-        if system:
+        if system and not watch:
             raise typer.Exit(SYSTEM_FAILURE)
+        if watch:
+            from citerag.cli.watch import watch_folders
+
+            watch_folders(comps, paths, extra, as_json, since=started_at)
+            return
         if counts["failed"] and not (counts["added"] or counts["replaced"] or counts["unchanged"]):
             raise typer.Exit(1)
 
@@ -94,11 +105,11 @@ def system_failures(results) -> dict[str, int]:
 
 
 def _print_ingest(results, counts: dict[str, int], embedded: int, passages: int, seconds: float) -> None:
-    """Failures and skips were printed on stderr as they happened; here what changed, then one summary line."""
+    """Failures and skips were printed on stderr, and documents added or replaced on stdout, as they happened; here
+    what --sync removed, then one summary line."""
     for r in results:
-        if r.status in ("added", "replaced", "removed"):
-            out.print(f"[green]{r.status}[/] {shown(display(r.source))} ({r.chunks} chunks)", highlight=False,
-                      soft_wrap=True)
+        if r.status == "removed":
+            out.print(added_line(r), highlight=False, soft_wrap=True)
     summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
     rate = f", {passages / seconds:.1f} passages/s" if passages and seconds > 0 else ""
     out.print(f"[bold]{summary or 'nothing to do'}[/]; {passages} passages indexed, {embedded} embedded "

@@ -9,6 +9,7 @@ from urllib.parse import urlparse
 
 from citerag.documents.loaders import SUPPORTED_SUFFIXES
 from citerag.documents.model import Chunk, LoadedDocument
+from citerag.documents.places import span_place, unit_places
 from citerag.documents.text import Span, detect_language, split_sentences
 
 DEFAULT_CHUNK_CHARS = 600
@@ -38,15 +39,24 @@ def chunk_document(
                     source_uri=doc.source_uri,
                     title=doc.title,
                     page=section.page,
-                    section=section.section or (lines.label(start, end) if lines is not None else None),
+                    section=_place(section, lines, start, end),
                     content_hash=doc.content_hash,
                     char_start=start,
                     char_end=end,
                     chunk_index=idx,
                     lang=lang,
+                    places=unit_places(section.text, section.marks, start, end),
                 )
             )
     return chunks
+
+
+def _place(section, lines: _Lines | None, start: int, end: int) -> str | None:
+    """A passage's place: the units it spans (paragraphs, rows), else its section's heading path, else (a text
+    file) its lines."""
+    if section.marks:
+        return span_place(section.marks, start, end)
+    return section.section or (lines.label(start, end) if lines is not None else None)
 
 
 LINE_RANGE = re.compile(r"^lines? (\d+)(-\d+)?$")  # what line_range gives: a text file's section is where, not what

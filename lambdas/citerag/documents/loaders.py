@@ -14,13 +14,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from citerag.documents.budget import TextBudget, counting, restart_count, take
 from citerag.documents.encodings import decode_text
 from citerag.documents.model import LoadedDocument, Section, content_hash_of, doc_id_for
 from citerag.documents.text import encodable, is_cjk, mark_unmapped_glyphs, resolve_overstrike
-from citerag.errors import DocumentError
+from citerag.errors import DocumentError, NeedsOcr
+
+if TYPE_CHECKING:
+    from citerag.documents.ocr import Ocr
 
 SUPPORTED_SUFFIXES = {
     ".pdf": "pdf",
@@ -30,6 +33,17 @@ SUPPORTED_SUFFIXES = {
     ".htm": "html",
     ".txt": "text",
     ".text": "text",
+    ".docx": "docx",
+    ".xlsx": "xlsx",
+    ".xlsm": "xlsx",
+    ".csv": "csv",
+    ".pptx": "pptx",
+    ".epub": "epub",
+    ".png": "image",
+    ".jpg": "image",
+    ".jpeg": "image",
+    ".tif": "image",
+    ".tiff": "image",
 }
 
 DEFAULT_MAX_BYTES = 200 * 1024 * 1024
@@ -47,7 +61,7 @@ def kind_for(name: str) -> str:
     return kind
 
 
-def load_path(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES, max_pages: int = DEFAULT_MAX_PAGES):
+def load_path(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES, max_pages: int = DEFAULT_MAX_PAGES, ocr=None):
     """Load a local file. The source URI is the absolute file:// URI."""
     kind = kind_for(path.name)
     try:
@@ -66,7 +80,7 @@ def load_path(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES, max_pages: int 
         raise DocumentError("is a directory, not a file") from None
     except OSError as exc:
         raise DocumentError(f"cannot read: {exc.strerror or exc}") from None
-    return load_bytes(data, path.resolve().as_uri(), path.name, kind=kind, max_pages=max_pages)
+    return load_bytes(data, path.resolve().as_uri(), path.name, kind=kind, max_pages=max_pages, ocr=ocr)
 
 
 def load_bytes(
@@ -77,21 +91,26 @@ def load_bytes(
     kind: str | None = None,
     max_pages: int = DEFAULT_MAX_PAGES,
     budget: TextBudget | None = None,
+    ocr: Ocr | None = None,
 ) -> LoadedDocument:
     """Load a document from bytes (used for local files and S3 objects alike). With a budget, the loader counts the
-    text it reads against it and stops when it is over (documents/budget.py)."""
+    text it reads against it and stops when it is over (documents/budget.py). `ocr`: read images of text (a scanned
+    PDF page, an image file) with it; None leaves them unread."""
     # A file name that is not UTF-8 ("bad_\xff.txt") arrives with surrogate escapes, which no encoder takes: the
     # title made of it failed the embedding cache and stopped the whole ingest. Shown with U+FFFD instead.
     name = encodable(name)
     kind = kind or kind_for(name)
     if not data:
         raise DocumentError("file is empty")
-    loader: Callable[[bytes, str, int], tuple[str | None, list[Section]]] = _LOADERS[kind]
     over = budget.max_bytes(kind) if budget is not None else None
     if over is not None and len(data) > over:
         raise DocumentError(budget.message(f"{len(data):,} bytes of {kind} (over {over:,})"))
     with counting(budget):
-        title, sections = loader(data, name, max_pages)
+        if kind in _READS_IMAGES:
+            title, sections = _READS_IMAGES[kind](data, name, max_pages, ocr)
+        else:
+            loader: Callable[[bytes, str, int], tuple[str | None, list[Section]]] = _LOADERS[kind]
+            title, sections = loader(data, name, max_pages)
     sections = [s for s in sections if s.text.strip()]
     if not sections:
         raise DocumentError("no text found in the file")
@@ -109,7 +128,7 @@ def load_bytes(
 # --- PDF ---------------------------------------------------------------------------------------------------
 
 
-def _load_pdf(data: bytes, name: str, max_pages: int) -> tuple[str | None, list[Section]]:
+def _load_pdf(data: bytes, name: str, max_pages: int, ocr: Ocr | None = None) -> tuple[str | None, list[Section]]:
     from pypdf import PdfReader
     from pypdf.errors import DependencyError as PypdfDependencyError
     from pypdf.errors import FileNotDecryptedError, PdfReadError, PdfStreamError
@@ -154,6 +173,10 @@ def _load_pdf(data: bytes, name: str, max_pages: int) -> tuple[str | None, list[
             raise
         except Exception as exc:
             raise DocumentError(f"PDF page {i} is corrupt ({type(exc).__name__})") from None
+        if ocr is not None and not pages[-1].strip():  # a scanned page: its text is in the picture of it
+            from citerag.documents.ocr import pdf_page_images
+
+            pages[-1] = "\n\n".join(t for t in map(ocr.read, pdf_page_images(page)) if t)
         take(len(pages[-1]))
         if _unmapped_cjk_font(fonts):
             unmapped.append(i - 1)
@@ -164,7 +187,8 @@ def _load_pdf(data: bytes, name: str, max_pages: int) -> tuple[str | None, list[
     sections = [Section(text=unwrap_lines(text), page=i) for i, text in enumerate(typeset, 1)]
     if not any(s.text.strip() for s in sections):
         raise DocumentError(
-            f"PDF has {n_pages} page(s) but no text layer (scanned images?); run OCR on it first"
+            f"PDF has {n_pages} page(s) but no text layer (scanned images?); "
+            + ("OCR found no text in them" if ocr else "ingest it with --ocr (CITERAG_OCR=true) to read it")
         )
     title = None
     try:
@@ -996,4 +1020,30 @@ def _tidy(text: str, *, keep_lines: bool = False) -> str:
     return re.sub(r"\n{3,}", "\n\n", text).strip()
 
 
-_LOADERS = {"pdf": _load_pdf, "markdown": _load_markdown, "html": _load_html, "text": _load_text}
+def _elsewhere(module: str, function: str) -> Callable[[bytes, str, int], tuple[str | None, list[Section]]]:
+    """A loader in a module of its own, imported on first use (its libraries are an extra)."""
+    def load(data: bytes, name: str, max_pages: int) -> tuple[str | None, list[Section]]:
+        import importlib
+
+        return getattr(importlib.import_module(f"citerag.documents.{module}"), function)(data, name, max_pages)
+
+    return load
+
+
+def _load_image(data: bytes, name: str, max_pages: int, ocr: Ocr | None) -> tuple[str | None, list[Section]]:
+    """An image of text: each page of it (a TIFF may hold many) read by OCR, cited by page when it has several."""
+    if ocr is None:
+        raise NeedsOcr("an image; ingest with --ocr (CITERAG_OCR=true) to read its text")
+    pages = ocr.image_pages(data)
+    if len(pages) > max_pages:
+        raise DocumentError(f"the image has {len(pages):,} pages; the limit is {max_pages:,}")
+    if not any(p.strip() for p in pages):
+        raise DocumentError("OCR found no text in the image")
+    return None, [Section(text=t, page=n if len(pages) > 1 else None) for n, t in enumerate(pages, 1)]
+
+
+_READS_IMAGES = {"pdf": _load_pdf, "image": _load_image}
+_LOADERS = {"pdf": _load_pdf, "markdown": _load_markdown, "html": _load_html, "text": _load_text,
+            "docx": _elsewhere("office", "load_docx"), "xlsx": _elsewhere("office", "load_xlsx"),
+            "csv": _elsewhere("office", "load_csv"), "pptx": _elsewhere("office", "load_pptx"),
+            "epub": _elsewhere("epub", "load_epub")}

@@ -7,12 +7,23 @@ import hashlib
 from pydantic import BaseModel, Field
 
 
+class Mark(BaseModel):
+    """Where one unit a reader can find in a section (a paragraph, a spreadsheet row, a table row) starts in its
+    text, and its place as the reader names it ("Setup, ¶ 3", "Prices!A4:C4")."""
+
+    start: int = Field(ge=0)
+    place: str
+
+
 class Section(BaseModel):
-    """A parent unit of a document: one PDF page, or one Markdown/HTML section, or a whole text file."""
+    """A parent unit of a document: one PDF page, or one Markdown/HTML section, or a whole text file, or a slide,
+    a run of a sheet's rows, a heading's part of a Word document."""
 
     text: str
     page: int | None = Field(default=None, ge=1, description="1-based page number (PDF only)")
     section: str | None = Field(default=None, description="heading path, e.g. 'Setup > Network'")
+    marks: list[Mark] = Field(default_factory=list, description="units of the text, in order: a passage is cited "
+                                                                "by the places of the units it spans")
 
 
 class LoadedDocument(BaseModel):
@@ -44,6 +55,8 @@ class Chunk(BaseModel):
     char_end: int
     chunk_index: int
     lang: str
+    places: list[str] = Field(default_factory=list, description="the units the chunk spans, each as 'place\\tits "
+                                                              "first words' (see documents.places)")
 
     def metadata(self) -> dict[str, str | int | float | bool | list[str]]:
         """Pinecone-compatible metadata: no nulls, only string/number/bool/list[str]."""
@@ -63,6 +76,8 @@ class Chunk(BaseModel):
             md["page"] = self.page
         if self.section:
             md["section"] = self.section
+        if self.places:
+            md["places"] = self.places
         return md
 
 

@@ -5,8 +5,9 @@ A failure in one document never touches the index and never stops the rest of a 
 
 Many files go through a pipeline that keeps the model busy (the model is ~99% of the cost): a reader thread loads and
 chunks files ahead of the model; passages from consecutive files fill the same batches; `workers` batches are
-embedded side by side; finished documents are written several at a time in one transaction. Each document is
-still all-or-nothing: it is written whole with the documents of its transaction, or not at all.
+embedded side by side; a document is written as soon as its last passage has its vector (the documents one batch
+completes, in one transaction), so a search during a long ingest finds every document already done, and a kill
+loses only the documents in progress. Each document is all-or-nothing: written whole, or not at all.
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ from citerag.documents.budget import TextBudget
 from citerag.documents.chunking import chunk_document, parent_id_for
 from citerag.documents.loaders import SUPPORTED_SUFFIXES, kind_for, load_bytes
 from citerag.documents.model import Chunk, LoadedDocument, content_hash_of, doc_id_for
+from citerag.documents.ocr import Ocr
 from citerag.documents.text import normalize
-from citerag.errors import CiteragError, DependencyError, DiskFullError, DocumentError
+from citerag.errors import CiteragError, DependencyError, DiskFullError, DocumentError, NeedsOcr
 from citerag.ingestion.files import IngestResult, expand_named_paths, read_regular_file, uri_to_path
 from citerag.ingestion.opening import FileTooLarge
 from citerag.ingestion.progress import IngestProgress, ProgressTracker
@@ -80,6 +82,7 @@ class Ingestor:
         write_batch_passages: int = 2000,
         skip_near_duplicates: bool = True,
         tokens: BM25Tokens = DEFAULT_TOKENS,
+        ocr: Ocr | None = None,
     ) -> None:
         self.embedder = embedder
         self.index = index
@@ -95,6 +98,7 @@ class Ingestor:
         self.write_batch_passages = max(1, write_batch_passages)
         self.skip_near_duplicates = skip_near_duplicates
         self.tokens = tokens  # the BM25 token stream; searches of this index must use the same
+        self.ocr = ocr  # reads scanned pages and images; None leaves them unread
         self.near_duplicates = 0  # passages that reused the vector of an earlier near-identical passage
 
     # --- one document -------------------------------------------------------------------------------------
@@ -191,7 +195,7 @@ class Ingestor:
         existing = self.index.get_document(doc_id, self.namespace)
         if existing and existing.content_hash == version and not force:
             return IngestResult(source=source_uri, status="unchanged", chunks=existing.n_chunks)
-        doc = load_bytes(data, source_uri, name, max_pages=self.max_pages, budget=self.text_budget())
+        doc = load_bytes(data, source_uri, name, max_pages=self.max_pages, budget=self.text_budget(), ocr=self.ocr)
         doc = doc.model_copy(update={"content_hash": version})
         chunks = chunk_document(doc, max_chars=self.chunk_chars, overlap_chars=self.overlap_chars)
         if not chunks:
@@ -305,7 +309,10 @@ class _PipelineRun:
             except OSError:
                 sizes.append(0)
         self.sizes = sizes
-        self.tracker = ProgressTracker(len(files), sum(sizes))
+        by_kind: dict[str, int] = {}
+        for f, size in zip(files, sizes, strict=True):
+            by_kind[f.suffix.lower()] = by_kind.get(f.suffix.lower(), 0) + size
+        self.tracker = ProgressTracker(len(files), sum(sizes), bytes_by_kind=by_kind)
         # The reader stays at most this many documents ahead of the pipeline.
         self.ahead: queue.Queue = queue.Queue(maxsize=4)
         self.stop = threading.Event()
@@ -413,14 +420,14 @@ class _PipelineRun:
                 raise item
             if isinstance(item, tuple):
                 n, result = item
-                self.tracker.file_read(self.sizes[n], 0)
+                self.tracker.file_read(self.sizes[n], 0, self.files[n].suffix.lower())
                 self._finish(n, result)
             else:
                 self._enqueue(item)
             block = block and not self.pending  # one document is enough to start a batch
 
     def _enqueue(self, p: _Prepared) -> None:
-        self.tracker.file_read(self.sizes[p.order], len(p.texts))
+        self.tracker.file_read(self.sizes[p.order], len(p.texts), self.files[p.order].suffix.lower())
         p.vectors = np.zeros((len(p.texts), self.ing.embedder.dim), dtype=np.float32)
         p.ready = np.zeros(len(p.texts), dtype=bool)
         self.open_docs.append(p)
@@ -461,12 +468,14 @@ class _PipelineRun:
         self._complete_docs()
 
     def _complete_docs(self) -> None:
-        """Documents whose passages all have vectors, in file order, go to the write buffer."""
+        """Documents whose passages all have vectors, in file order, are written now: searchable at once, and
+        each with the time it was done."""
         while self.open_docs and self.open_docs[0].left == 0:
             p = self.open_docs.popleft()
             self.unwritten.append(p)
             if sum(len(d.texts) for d in self.unwritten) >= self.ing.write_batch_passages:
                 self._flush()
+        self._flush()
         self._report()
 
     def _report(self) -> None:
@@ -576,7 +585,9 @@ def _section_number(p: _Prepared, chunk_index: int) -> int:
 
 def _failed(source_uri: str, exc: CiteragError) -> IngestResult:
     """A document that failed: for what it holds (a DocumentError), or for a reason outside it (the index, a
-    dependency), which is the system's."""
+    dependency), which is the system's. An image with OCR off is passed over, as a file of a type not indexed is."""
+    if isinstance(exc, NeedsOcr):
+        return IngestResult(source=source_uri, status="skipped", reason=str(exc))
     return IngestResult(source=source_uri, status="failed", reason=str(exc), transient=isinstance(exc, DependencyError),
                         system=not isinstance(exc, DocumentError))
 

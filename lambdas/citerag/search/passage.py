@@ -23,6 +23,9 @@ class Passage(BaseModel):
     title: str = ""
     page: int | None = Field(None, description="1-based PDF page")
     section: str | None = Field(None, description="heading path for Markdown and HTML")
+    places: list[str] = Field(default_factory=list, description="the units (paragraphs, rows) the passage spans, "
+                                                                "each 'place\\tits first words': a citation names "
+                                                                "the one its sentence is in")
     lang: str = "en"
     doc_id: str = ""
     parent_id: str = ""
@@ -48,6 +51,7 @@ class Passage(BaseModel):
             title=str(md.get("title", "")),
             page=_int_or_none(md.get("page")),
             section=md.get("section") if isinstance(md.get("section"), str) else None,
+            places=_places(md.get("places")),
             lang=str(md.get("lang", "en")),
             doc_id=str(md.get("doc_id", "")),
             parent_id=str(md.get("parent_id", match_id)),
@@ -66,6 +70,8 @@ class Passage(BaseModel):
             del item["source_id"]
         if not self.section:
             del item["section"]
+        if self.places:
+            item["places"] = self.places
         return item
 
     @classmethod
@@ -77,6 +83,7 @@ class Passage(BaseModel):
         return cls(source_id=item["source_id"], text=str(item.get("text", "")), uri=str(item.get("uri", "")),
                    title=str(item.get("title", "")), page=_int_or_none(item.get("page")),
                    section=item.get("section") if isinstance(item.get("section"), str) else None,
+                   places=_places(item.get("places")),
                    score=float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else 0.0)
 
     def citation(self) -> dict[str, Any]:
@@ -86,11 +93,21 @@ class Passage(BaseModel):
 
 
 def location(page: Any, section: Any) -> str:
-    """Where in its file a passage is, as a reader finds it: "page 5" in a PDF, else its section (a Markdown or
-    HTML heading path, a text file's lines); "" when neither is known."""
+    """Where in its file a passage is, as a reader finds it: "page 5" in a PDF (a scanned one too), else its
+    section (a Markdown, HTML or EPUB heading path, a text file's lines, a Word heading and paragraph or table row,
+    a sheet's cells "Plans!A3:C3", a slide "slide 3: Pricing"); "" when neither is known."""
     if isinstance(page, int) and not isinstance(page, bool) and page > 0:
         return f"page {page}"
     return section if isinstance(section, str) else ""
+
+
+MAX_PLACES = 200  # a passage of 600 characters spans far fewer units; a wire item with more is not one of ours
+
+
+def _places(value: Any) -> list[str]:
+    if not isinstance(value, list):
+        return []
+    return [v[:300] for v in value[:MAX_PLACES] if isinstance(v, str) and "\t" in v]
 
 
 def _int_or_none(value: Any) -> int | None:
