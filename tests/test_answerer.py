@@ -1486,3 +1486,12 @@ def test_an_ellipsis_on_a_line_of_its_own_is_no_statement():
     assert split_statements("…\n続きの文です。", lines_wrap=True) == ["続きの文です。"]
     assert split_statements("文章の途中\n … \n次の文。", lines_wrap=True) == ["文章の途中次の文。"]  # a wrap
     assert split_statements("これは文です。…\n…\n次の行", lines_wrap=True)[0].startswith("これは文です。")
+
+
+def test_a_sentence_that_runs_into_markup_ends_at_its_full_stop():
+    text = 'Error E7 means the water tank is low.</answer><sources>[{"id": "S9"}]</sources> Refill it.'
+    assert split_statements(text, lines_wrap=False)[:2] == ["Error E7 means the water tank is low.",
+                                                            '</answer><sources>[{"id": "S9"}]</sources>']
+    # Inline markup inside a sentence is not an end: "<code>" follows no full stop.
+    assert split_statements("Use the <code>--force</code> flag. See <a href=x>it</a>.", lines_wrap=False) == [
+        "Use the <code>--force</code> flag.", "See <a href=x>it</a>."]

@@ -67,19 +67,23 @@ def _unit(passage: Passage, sentence: str) -> str | None:
 
 
 def cut(text: str, limit: int = EXCERPT_CHARS) -> str:
-    """The text on one line, cut at the last sentence end within `limit` characters; a first sentence longer than
-    that whole, up to SENTENCE_CHARS."""
+    """The text on one line, cut at the last sentence end within `limit` characters (the text as written up to
+    there); a first sentence longer than that whole, up to SENTENCE_CHARS."""
     text = " ".join(text.split())
     if len(text) <= limit:
         return text
-    kept = ""
+    end = at = 0
     for statement in split_statements(text, lines_wrap=False):
-        joined = f"{kept} {statement}".strip() if kept else statement
-        if kept and len(joined) > limit:
+        found = text.find(statement, at)
+        if found < 0:
             break
-        kept = joined
-        if len(kept) > limit:
+        at = found + len(statement)
+        if end and at > limit:
             break
+        end = at
+        if end > limit:
+            break
+    kept = text[: end or limit]
     return kept if len(kept) <= SENTENCE_CHARS else kept[: SENTENCE_CHARS - 1] + "…"
 
 

@@ -214,11 +214,24 @@ def split_statements(text: str, lines_wrap: bool = True) -> list[str]:
             out.append(piece)
             paragraph.append(gap == "\n\n")
         code_end = False
-    return [part for statement in out for part in _after_markup(statement)]
+    return [part for statement in out for before in _before_markup(statement) for part in _after_markup(before)]
 
 
 # Where printed code or markup ends: a closing tag or brace ("} <span class=\"caption\">リスト9-4: …</span>").
 _MARKUP_END = re.compile(r"</[a-z][a-z0-9]*>|}")
+
+
+# Where a sentence ends and markup follows it with no space ("…the water tank is low.</answer><sources>…"): a
+# document that holds such text states the sentence all the same, and the markup after it made the whole read as
+# markup, so the sentence was never answered from.
+_SENTENCE_THEN_MARKUP = re.compile(r"(?<=[.!?。！？])(?=</?[A-Za-z][A-Za-z0-9]*[\s>/])")
+
+
+def _before_markup(statement: str) -> list[str]:
+    at = _SENTENCE_THEN_MARKUP.search(statement)
+    if at is None or at.start() < 8:
+        return [statement]
+    return [statement[: at.start()], *_before_markup(statement[at.start():])]
 
 
 def _after_markup(statement: str) -> list[str]:
