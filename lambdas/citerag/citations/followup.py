@@ -18,7 +18,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from citerag.citations.chat import ChatModel
 
@@ -29,7 +29,7 @@ MAX_SUBJECT_WORDS = 6
 
 
 class Turn(BaseModel):
-    question: str = Field(max_length=MAX_QUESTION_CHARS)  # as it was asked (rewritten when it was rewritten)
+    question: str  # as it was asked (rewritten when it was rewritten)
     subject: str = ""  # its topic, for the next follow-up ("" when it had none the rule could find)
     answer: str = ""
 
@@ -124,6 +124,8 @@ def rewrite(question: str, turns: Sequence[Turn]) -> Turn:
     """The offline rule: the question as it will be asked, and its subject for the next turn."""
     q = " ".join(question.split())
     subject = last_subject(turns)
+    if len(q) > MAX_QUESTION_CHARS:  # the search says how long it is and the limit
+        return Turn(question=q, subject=subject)
     if not turns or not subject or not is_follow_up(q):
         return Turn(question=q, subject=subject_of(q) or subject)
     asked = _ja_rewrite(q, subject) if is_japanese(q) else _en_rewrite(q, subject)
