@@ -352,3 +352,20 @@ def test_bad_input_gets_a_specific_tool_result(server, tool, arguments, is_error
     text = " ".join(c.text for c in result.content if hasattr(c, "text"))
     assert result.is_error is is_error and message in text, text
     assert "Traceback" not in text
+
+
+def test_stdio_server_started_for_a_tenant_lists_and_reads_its_documents(comps):
+    # `citerag mcp --tenant acme` as a client configures it: the tenant's document is a resource, read by its uri.
+    params = StdioServerParameters(command=sys.executable, args=["-c", "from citerag.cli import main; main()", "mcp",
+                                                                "--tenant", "acme"], env=env_for(comps))
+    acme_uri = next(d.source_uri for d in comps.index.list_documents() if d.source_uri.endswith("acme-policy.txt"))
+
+    async def run():
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
+            await s.initialize()
+            listed = [str(r.uri) for r in (await s.list_resources()).resources]
+            return listed, (await s.read_resource(acme_uri)).contents
+
+    listed, contents = asyncio.run(run())
+    assert acme_uri in listed and len(listed) == 7  # the six samples and the tenant's policy
+    assert "rotation period is 45 days" in contents[0].text
