@@ -314,6 +314,8 @@ CASES = [
     (FUNCTION_NAME, {"query": "error E2", "top_k": -3}, True, "under its minimum of 1"),
     (FUNCTION_NAME, {"query": "error E2", "top_k": 21}, True, "top_k is 21, over its maximum of 20"),
     (FUNCTION_NAME, {"query": "error E2", "top_k": 500}, True, "top_k is 500, over its maximum of 20"),
+    (FUNCTION_NAME, {"query": "error E2", "top_k": 10**400}, True, "over its maximum of 20"),
+    (FUNCTION_NAME, {"query": "error E2", "top_k": 1e300}, True, "over its maximum of 20"),
     (FUNCTION_NAME, {"query": "error E2", "top_k": 2.5}, True, "top_k is 2.5: pass a whole number from 1 to 20"),
     (FUNCTION_NAME, {"query": "error E2", "top_k": "lots"}, True, "top_k is 'lots': pass a whole number from 1"),
     (FUNCTION_NAME, {"query": "error E2", "top_k": True}, True, "top_k is true: pass a whole number from 1 to 20"),

@@ -97,7 +97,8 @@ def check_arguments(tool: str, arguments: dict[str, Any], schema: dict[str, Any]
         if prop.get("type") != "integer" or value is None:
             continue
         low, high = prop.get("minimum"), prop.get("maximum")
-        whole = not isinstance(value, bool) and isinstance(value, int | float) and float(value).is_integer()
+        whole = (isinstance(value, int) and not isinstance(value, bool)) or (isinstance(value, float)
+                                                                            and value.is_integer())
         shown = repr(value[:40]) if isinstance(value, str) else json.dumps(value)[:40]
         if whole and high is not None and value > high:
             raise ToolError(f"{name} is {shown}, over its maximum of {high}: pass a whole number from {low} to {high}")
