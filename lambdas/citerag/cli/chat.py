@@ -89,7 +89,8 @@ def chat(
                     raise CiteragError(f"unknown command {line.split()[0]!r}. {HELP}")
                 started = time.perf_counter()
                 turn = resolve(line, turns) if resolve else followup.Turn(question=line)
-                if turn.question != line and not as_json:
+                rewritten = turn.question.split() != line.split()  # not spacing: the words
+                if rewritten and not as_json:
                     err.print(f"[dim](asked as: {shown(turn.question)})[/]", highlight=False)
                 last = ask(turn.question)
                 seconds = time.perf_counter() - started
@@ -100,7 +101,7 @@ def chat(
             if as_json:
                 print(json.dumps({"answer": last.text, "answered": last.answered, "seconds": round(seconds, 3),
                                   "citations": last.flat_citations(), "related": last.flat_related(),
-                                  **({"asked_as": turn.question} if turn.question != line else {})},
+                                  **({"asked_as": turn.question} if rewritten else {})},
                                  ensure_ascii=False), flush=True)
             else:
                 print_answer(last)
