@@ -156,6 +156,8 @@ class Documents:
         page = int(fragment[5:]) if fragment.startswith("page=") and fragment[5:].isdigit() else None
         doc = next((d for d in self._documents() if d.source_uri in (uri, base)), None)
         if doc is None or not hasattr(self.index, "document_parts"):
+            # -32602 (invalid params) on the wire: SEP-2164 (modelcontextprotocol/modelcontextprotocol#2164, the
+            # 2026-07-28 spec; -32002 before it), as the SDK's ResourceNotFoundError sends it.
             raise ResourceNotFoundError(f"no document {uri[:300]} among those this server may show (resources/list "
                                         "names them)")
         page = None if doc.source_uri == uri else page
