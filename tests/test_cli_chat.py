@@ -88,3 +88,25 @@ def test_a_source_number_the_answer_lacks_says_which_numbers_it_has(count, says)
 
     with pytest.raises(CiteragError, match=re.escape(f"no source [9]: {says}")):
         open_source([Passage(text="t", uri="file:///x.pdf")] * count, 9)
+
+
+def test_a_follow_up_is_asked_with_the_subject_of_the_question_before(opened):
+    r = run("chat", input="What does error E2 mean?\nHow do I clean it?\n/quit\n")
+    assert r.exit_code == 0, r.output
+    assert "(asked as: How do I clean it (error E2)?)" in r.output
+    assert "dry cotton swab" in r.stdout and r.stdout.count("page 5") >= 2
+
+
+def test_a_japanese_follow_up_puts_the_subject_in_place_of_the_demonstrative(opened):
+    r = run("chat", input="エラーE2はどういう意味ですか？\nそれはどうやって掃除しますか？\n")
+    assert r.exit_code == 0, r.output
+    assert "(asked as: エラーE2はどうやって掃除しますか？)" in r.output and "綿棒" in r.stdout
+
+
+def test_chat_json_says_what_a_follow_up_was_asked_as_and_no_rewrite_asks_it_as_typed(opened):
+    turns = "What does error E2 mean?\nHow do I clean it?\nHow long is the warranty?\n"
+    lines = [json.loads(x) for x in run("chat", "--json", input=turns).stdout.splitlines()]
+    assert "asked_as" not in lines[0] and "asked_as" not in lines[2]  # questions with their own subject
+    assert lines[1]["asked_as"] == "How do I clean it (error E2)?" and "cotton swab" in lines[1]["answer"]
+    plain = [json.loads(x) for x in run("chat", "--json", "--no-rewrite", input=turns).stdout.splitlines()]
+    assert not any("asked_as" in line for line in plain)

@@ -8,20 +8,30 @@ Two tools:
   {text, answered, citations: [{span, text, sources: [{source_id, uri, title, page, section, excerpt}]}], related}
   (related: when nothing answered, the files and pages search found, as places to look).
 
-Access is configured when the server starts (`--tenant`, `--group`), never by tool arguments. Anticipated failures
-are ToolError results the client shows (isError), never a traceback (mcp 2.x MCPServer turns other exceptions into
-an opaque "Error executing tool").
+Both tools are read-only and closed-world (their annotations say so), and their schemas are closed: an argument the
+schema does not name (`filter` for `filters`) or a number outside its stated bounds (`top_k` above 20) is refused
+with what the schema allows, never ignored or capped. The indexed documents are resources: resources/list names the
+documents this server may show, resources/read returns one by the `uri` a citation carries, one content item per
+page or section (`_meta` says which).
+
+Access is configured when the server starts (`--tenant`, `--group`), never by tool arguments; it decides which
+documents search returns and which resources exist alike. Anticipated failures are ToolError results the client
+shows (isError), never a traceback (mcp 2.x MCPServer turns other exceptions into an opaque "Error executing tool").
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import threading
 import time
 from typing import Any
+from urllib.parse import unquote
 
+from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+from mcp.types import Resource, ToolAnnotations
 
 from citerag.citations.search_tool import RETRY_ATTRIBUTE, TURN_ATTRIBUTE, access_filter, may_see
 from citerag.citations.tool import FUNCTION_DESCRIPTION, FUNCTION_NAME, INSTRUCTION, input_schema
@@ -48,9 +58,115 @@ def _version() -> str:
         return "0+unknown"
 
 
-ASK_SCHEMA = {"type": "object", "required": ["question"], "properties": {"question": {
+ASK_SCHEMA = {"type": "object", "required": ["question"], "additionalProperties": False, "properties": {"question": {
     "type": "string", "maxLength": MAX_PROMPT_CHARS,
     "description": "The user's question, in their words (Japanese or English)."}}}
+
+# Both tools only read the index (ask's model writes nothing either) and reach nothing but the user's documents and
+# the configured model: hints a client uses to call them without asking each time. The fields and their defaults
+# (readOnlyHint false, destructiveHint true, idempotentHint false, openWorldHint true, all to be stated) are the MCP
+# schema's ToolAnnotations (schema/2025-06-18/schema.ts), as the official SDK models them
+# (modelcontextprotocol/python-sdk, mcp_types/_types.py `ToolAnnotations`, serialised as readOnlyHint, ...).
+SEARCH_ANNOTATIONS = ToolAnnotations(title="Search the documents", read_only_hint=True, destructive_hint=False,
+                                     idempotent_hint=True, open_world_hint=False)
+ASK_ANNOTATIONS = ToolAnnotations(title="Ask the documents (cited answer)", read_only_hint=True,
+                                  destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+
+
+def search_schema(max_top_k: int) -> dict[str, Any]:
+    """The one definition's schema (citerag.citations.tool) closed and bounded for MCP clients, whose JSON Schema
+    has every keyword (the Gateway's subset, which the shared definition keeps to, has neither)."""
+    schema = input_schema()
+    schema["additionalProperties"] = False
+    schema["properties"]["top_k"] = {**schema["properties"]["top_k"], "minimum": 1, "maximum": max_top_k}
+    return schema
+
+
+def check_arguments(tool: str, arguments: dict[str, Any], schema: dict[str, Any]) -> None:
+    """Refuse what the listed schema refuses and the SDK lets through: keys it does not name (its argument model
+    ignores them) and integers outside their bounds (the search tool used its default)."""
+    allowed = list(schema.get("properties", {}))
+    unknown = [k for k in arguments if k not in allowed]
+    if unknown and schema.get("additionalProperties") is False:
+        near = difflib.get_close_matches(unknown[0], allowed, n=1)
+        hint = f" (did you mean '{near[0]}'?)" if near else ""
+        raise ToolError(f"{tool} has no argument {', '.join(repr(k[:40]) for k in unknown[:5])}{hint}: the allowed "
+                        f"keys are {', '.join(allowed)}")
+    for name, prop in schema.get("properties", {}).items():
+        value = arguments.get(name)
+        if prop.get("type") != "integer" or value is None:
+            continue
+        low, high = prop.get("minimum"), prop.get("maximum")
+        whole = (isinstance(value, int) and not isinstance(value, bool)) or (isinstance(value, float)
+                                                                            and value.is_integer())
+        shown = repr(value[:40]) if isinstance(value, str) else json.dumps(value)[:40]
+        if whole and high is not None and value > high:
+            raise ToolError(f"{name} is {shown}, over its maximum of {high}: pass a whole number from {low} to {high}")
+        if whole and low is not None and value < low:
+            raise ToolError(f"{name} is {shown}, under its minimum of {low}: pass a whole number from {low} to {high}")
+        if not whole:
+            raise ToolError(f"{name} is {shown}: pass a whole number from {low} to {high}")
+
+
+class _Server(MCPServer):
+    """MCPServer with closed argument schemas and the index's documents as resources."""
+
+    def __init__(self, *args: Any, schemas: dict[str, dict[str, Any]], documents: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._schemas = schemas
+        self._documents = documents
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        if name in self._schemas:
+            check_arguments(name, arguments, self._schemas[name])
+        return await super().call_tool(name, arguments, context)
+
+    async def list_resources(self) -> list[Resource]:
+        return self._documents.list()
+
+    async def read_resource(self, uri: Any, context: Any = None) -> list[ReadResourceContents]:
+        return self._documents.read(str(uri))
+
+
+class Documents:
+    """The documents of the index this session may see (the rule search applies: `may_see`), as MCP resources named
+    by the URI citations carry."""
+
+    def __init__(self, components, session: dict[str, str]) -> None:
+        self.index, self.ns = components.index, components.settings.namespace
+        self.visible = may_see(session, components.search_tool().config)
+
+    def _documents(self) -> list[Any]:
+        return [d for d in self.index.list_documents(self.ns)
+                if self.visible(self.index.document_metadata(d.doc_id, self.ns))]
+
+    def list(self) -> list[Resource]:
+        if not hasattr(self.index, "document_parts"):
+            return []
+        return [Resource(uri=d.source_uri, name=unquote(d.source_uri.rstrip("/").rsplit("/", 1)[-1]),
+                         title=d.title, mime_type="text/plain",
+                         description=f"{d.kind} document indexed {d.ingested_at}: its text, one item per "
+                                     f"{'page' if d.kind == 'pdf' else 'section'}")
+                for d in self._documents()]
+
+    def read(self, uri: str) -> list[ReadResourceContents]:
+        """The document's text as indexed, one item per page or section; `#page=N` (how a cited PDF page is
+        opened) reads that page alone. A document this session may not see does not exist for it."""
+        base, _, fragment = uri.partition("#")
+        page = int(fragment[5:]) if fragment.startswith("page=") and fragment[5:].isdigit() else None
+        doc = next((d for d in self._documents() if d.source_uri in (uri, base)), None)
+        if doc is None or not hasattr(self.index, "document_parts"):
+            # -32602 (invalid params) on the wire: SEP-2164 (modelcontextprotocol/modelcontextprotocol#2164, the
+            # 2026-07-28 spec; -32002 before it), as the SDK's ResourceNotFoundError sends it.
+            raise ResourceNotFoundError(f"no document {uri[:300]} among those this server may show (resources/list "
+                                        "names them)")
+        page = None if doc.source_uri == uri else page
+        parts = [p for p in self.index.document_parts(doc.doc_id, self.ns) if page is None or p[0] == page]
+        if not parts:
+            raise ResourceNotFoundError(f"{base[:300]} has no page {page}")
+        return [ReadResourceContents(content=text, mime_type="text/plain",
+                                     meta={k: v for k, v in (("page", pg), ("section", sec)) if v is not None})
+                for pg, sec, text in parts]
 
 
 def _list_schema(server: MCPServer, name: str, schema: dict[str, Any]) -> None:
@@ -109,7 +225,8 @@ def build_server(components, *, access: dict[str, str] | None = None) -> MCPServ
         reason = str(exc).split(", so ")[0].replace("This session's", "The").replace("This session", "The server")
         raise CiteragError(f"{reason}: start citerag mcp with --tenant ID (and --group ID), each made of letters, "
                            "digits and . _ : @ / + = -") from None
-    server = MCPServer("citerag", version=_version(),
+    schemas = {FUNCTION_NAME: search_schema(tool.config.max_top_k), "ask": ASK_SCHEMA}
+    server = _Server("citerag", version=_version(), schemas=schemas, documents=Documents(components, session),
                        instructions=INSTRUCTION + " Cite the source_id, file and page (or section) of every "
                                                   "passage you use.")
 
@@ -140,10 +257,11 @@ def build_server(components, *, access: dict[str, str] | None = None) -> MCPServ
             raise ToolError(payload.get("hint") or payload.get("error") or "the search failed")
         return payload
 
-    server.add_tool(search_documents, name=FUNCTION_NAME, description=FUNCTION_DESCRIPTION, structured_output=False)
-    # The listed schema is the one definition the action group and the Gateway use; the arguments themselves are
-    # validated by the search tool (bounds, filter syntax), which answers with what to fix.
-    _list_schema(server, FUNCTION_NAME, input_schema())
+    server.add_tool(search_documents, name=FUNCTION_NAME, description=FUNCTION_DESCRIPTION, structured_output=False,
+                    title=SEARCH_ANNOTATIONS.title, annotations=SEARCH_ANNOTATIONS)
+    # The listed schema is the one definition the action group and the Gateway use, closed and bounded; unknown keys
+    # and bounds are checked before the call (check_arguments), the rest by the search tool, which says what to fix.
+    _list_schema(server, FUNCTION_NAME, schemas[FUNCTION_NAME])
 
     agent = None
 
@@ -165,6 +283,7 @@ def build_server(components, *, access: dict[str, str] | None = None) -> MCPServ
             raise ToolError(str(final.get("message") or "the agent could not answer"))
         return {k: final[k] for k in ("text", "answered", "citations", "related")}
 
-    server.add_tool(ask, name="ask", description=ASK_DESCRIPTION, structured_output=False)
+    server.add_tool(ask, name="ask", description=ASK_DESCRIPTION, structured_output=False,
+                    title=ASK_ANNOTATIONS.title, annotations=ASK_ANNOTATIONS)
     _list_schema(server, "ask", ASK_SCHEMA)
     return server

@@ -400,6 +400,17 @@ class SqliteIndex:
         rows = self._read("SELECT metadata FROM records WHERE namespace=? AND doc_id=? LIMIT 1", (namespace, doc_id))
         return json.loads(rows[0][0]) if rows else {}
 
+    def document_parts(self, doc_id: str, namespace: str = "") -> list[tuple[int | None, str | None, str]]:
+        """(page, section, text) of every page or section of a document, in document order: the text search cites,
+        as it was indexed (the file on disk may have changed since)."""
+        rows = self._read(
+            "SELECT json_extract(r.metadata, '$.page'), json_extract(r.metadata, '$.section'), p.text, "
+            "MIN(json_extract(r.metadata, '$.chunk_index')) AS first "
+            "FROM parents p JOIN records r ON r.namespace = p.namespace AND r.doc_id = p.doc_id "
+            "AND json_extract(r.metadata, '$.parent_id') = p.parent_id "
+            "WHERE p.namespace=? AND p.doc_id=? GROUP BY p.parent_id ORDER BY first", (namespace, doc_id))
+        return [(r[0], r[1], r[2]) for r in rows]
+
     def get_parent(self, parent_id: str, namespace: str = "") -> str | None:
         rows = self._read("SELECT text FROM parents WHERE namespace=? AND parent_id=?", (namespace, parent_id))
         return rows[0][0] if rows else None

@@ -23,7 +23,7 @@ def mcp(
     index: IndexOpt = None,
     namespace: NamespaceOpt = None,
 ) -> None:
-    """Serve search_documents and ask to MCP clients (Claude Desktop, Claude Code, ...) over the local index."""
+    """Serve search_documents, ask and the documents (as resources) to MCP clients over the local index."""
     import json
 
     with errors(False):
