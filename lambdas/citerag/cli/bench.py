@@ -13,6 +13,7 @@ from rich.table import Table
 from citerag.cli.common import JsonOpt, app, components, errors, out, progress, samples_dir, settings
 from citerag.components import Components
 from citerag.errors import CiteragError
+from citerag.extras import needs
 
 
 def _dataset(dataset: Path) -> Path:
@@ -259,7 +260,7 @@ def bench_handler(
         try:
             import moto  # noqa: F401
         except ImportError:
-            raise CiteragError("bench-handler needs moto: pip install -e '.[dev]'") from None
+            raise CiteragError(needs("bench-handler (moto)", "dev")) from None
         runs = {
             "latency_100_50": handler_bench.run(samples_dir(), titan_ms=100, pinecone_ms=50, candidates=50,
                                                 repeats=repeats),
