@@ -75,7 +75,7 @@ def test_an_index_built_with_sudachi_names_the_extra_it_needs_where_that_is_miss
     _without_the_japanese_extra(monkeypatch)
     r = run("search", "pump", "--index", str(index))
     assert r.exit_code == 1
-    assert "pip install 'citerag[japanese]'" in r.output and "sudachipy" not in r.output
+    assert '[japanese]"' in r.output and "pip install" in r.output and "sudachipy" not in r.output
 
 
 def test_docs_table_lists_source_title_chunks_and_tenant(tmp_path):

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+if shutil.which("node") is None:  # aws-cdk-lib runs the CDK's JavaScript through jsii: Node.js must be installed
+    pytest.skip("needs Node.js (apt-get install nodejs)", allow_module_level=True)
 pytest.importorskip("aws_cdk")
 
 from citerag.citations import prompts

@@ -154,37 +154,52 @@ def test_pre_processing_reads_the_category_from_the_json_text():
     assert out["preProcessingParsedResponse"]["isValidInput"] is False
 
 
-# --- linear time (issue 12, H1) ----------------------------------------------------------------------------
+# --- linear time ---------------------------------------------------------------------------------------------
 
 MB = 1_000_000
-CRAFTED = {
-    "opening tags": "<answer_part>" * (MB // 13),
-    "unclosed sources": ("<answer><answer_part><text>x</text><sources><source>" * (MB // 50))[:MB],
-    "unclosed invokes": ("<function_calls><invoke><tool_name>" * (MB // 35))[:MB],
-    "unclosed parameters": "<function_calls><invoke><tool_name>citerag-search::search_documents</tool_name>"
-                           "<parameters>" + "<query>" * (MB // 7),
-    "thinking": "<thinking>" * (MB // 10),
-    "json text of tags": response(text("<answer><answer_part><text>" * (MB // 30))),
-    "json tool flood": response(*[tool_use(use_id=f"t{i}", query="q" * 100) for i in range(5000)]),
-    "json braces": "{" * MB,
-    "json nesting": '{"content": ' + "[" * (MB // 2),
-    "json quotes": '{"content": [{"type": "text", "text": "' + '\\"' * (MB // 3),
-}
 
 
-@pytest.mark.parametrize("kind", sorted(CRAFTED))
-def test_a_crafted_megabyte_parses_in_under_a_second(kind):
-    raw = CRAFTED[kind]
+def crafted(kind: str, size: int) -> str:
+    """Inputs that make a naive parser quadratic, `size` characters long (about)."""
+    return {
+        "opening tags": lambda: "<answer_part>" * (size // 13),
+        "unclosed sources": lambda: ("<answer><answer_part><text>x</text><sources><source>" * (size // 50))[:size],
+        "unclosed invokes": lambda: ("<function_calls><invoke><tool_name>" * (size // 35))[:size],
+        "unclosed parameters": lambda: "<function_calls><invoke><tool_name>citerag-search::search_documents"
+                                       "</tool_name><parameters>" + "<query>" * (size // 7),
+        "thinking": lambda: "<thinking>" * (size // 10),
+        "json text of tags": lambda: response(text("<answer><answer_part><text>" * (size // 30))),
+        "json tool flood": lambda: response(*[tool_use(use_id=f"t{i}", query="q" * 100)
+                                              for i in range(size // 200)]),
+        "json braces": lambda: "{" * size,
+        "json nesting": lambda: '{"content": ' + "[" * (size // 2),
+        "json quotes": lambda: '{"content": [{"type": "text", "text": "' + '\\"' * (size // 3),
+    }[kind]()
+
+
+KINDS = ("opening tags", "unclosed sources", "unclosed invokes", "unclosed parameters", "thinking",
+         "json text of tags", "json tool flood", "json braces", "json nesting", "json quotes")
+
+
+def _fastest(raw: str, prompt_type: str) -> float:
+    took = []
+    for _ in range(5):
+        t0 = time.thread_time()  # CPU time: a busy machine's waits between time slices do not count
+        run(raw, prompt_type, "2.0")
+        took.append(time.thread_time() - t0)
+    return min(took)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_crafted_megabyte_parses_in_time_linear_in_its_length(kind):
+    # A ratio in one process, not a wall-clock limit: sixteen times the input takes about sixteen times as long
+    # (measured 1 to 44 times: a megabyte leaves the caches a sixteenth fits in), a quadratic parse 256 times, whatever
+    # else the machine is doing. CPU time, the fastest of five runs each.
+    small, large = crafted(kind, MB // 16), crafted(kind, MB)
     for prompt_type in ("ORCHESTRATION", "POST_PROCESSING", "KNOWLEDGE_BASE_RESPONSE_GENERATION",
                         "PRE_PROCESSING"):
-        # The fastest of three runs: a quadratic parse takes minutes every time, while a descheduled thread on a
-        # shared machine once pushed a 0.1 s parse past the second.
-        took = []
-        for _ in range(3):
-            t0 = time.perf_counter()
-            run(raw, prompt_type, "2.0")
-            took.append(time.perf_counter() - t0)
-        assert min(took) < 1.0, (kind, prompt_type)
+        ratio = _fastest(large, prompt_type) / max(_fastest(small, prompt_type), 1e-4)
+        assert ratio < 96, (kind, prompt_type, ratio)
 
 
 # --- fuzzing: arbitrary and near-miss JSON ------------------------------------------------------------------

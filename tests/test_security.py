@@ -10,7 +10,6 @@ import os
 import stat
 import sys
 import threading
-import time
 
 import boto3
 import pytest
@@ -270,9 +269,9 @@ def test_links_out_of_the_folder_are_not_followed(fast, tmp_path):
 def test_a_device_is_refused_not_read_forever(fast, tmp_path):
     named = tmp_path / "zero.txt"  # a supported name on a file that never ends
     named.symlink_to("/dev/zero")
-    t0 = time.perf_counter()
+    # Reading it to its end would never return (pytest's timeout fails the test then); no clock is asserted here.
     (r,) = fast.ingestor().ingest_paths([named])  # named by the user: the link is followed, to the device
-    assert r.status == "failed" and r.source == "file:///dev/zero" and time.perf_counter() - t0 < 5
+    assert r.status == "failed" and r.source == "file:///dev/zero"
     from pathlib import Path
 
     from citerag.errors import DocumentError

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import importlib.util
 
-NEEDS_EXTRA = ("citerag: the command line needs an extra: pip install 'citerag[local]' (with the embedded model) "
-               "or 'citerag[cli]' (without it)")
+from citerag.extras import pip_install
+
+NEEDS_EXTRA = (f"citerag: the command line needs an extra: {pip_install('local')} (with the embedded model), "
+               f"or {pip_install('cli')} (without it)")
 
 
 def main() -> None:

@@ -9,6 +9,7 @@ from functools import cached_property
 from typing import Any
 
 from citerag.errors import CiteragError
+from citerag.extras import needs, pip_install
 from citerag.settings import Settings
 
 
@@ -108,12 +109,11 @@ class Components:
         if name == SudachiTokens.name:
             if not sudachi_installed():
                 if self.settings.sparse_tokenizer == "sudachi":
-                    raise CiteragError("CITERAG_SPARSE_TOKENIZER=sudachi needs the japanese extra: "
-                                       "pip install 'citerag[japanese]'")
+                    raise CiteragError(needs("CITERAG_SPARSE_TOKENIZER=sudachi", "japanese"))
                 raise CiteragError(
                     f"the index {self.settings.resolved_index_path} was built with Sudachi's Japanese words, which "
-                    "need the japanese extra: pip install 'citerag[japanese]' (or ingest the documents again into "
-                    "a new index)")
+                    f"need the japanese extra: {pip_install('japanese')} (or ingest the documents again into a new "
+                    "index)")
             return SudachiTokens()
         if name == DEFAULT_TOKENS.name:
             return DEFAULT_TOKENS
@@ -292,8 +292,7 @@ class Components:
             try:
                 from openai import OpenAI
             except ImportError:
-                raise CiteragError("an OpenAI-compatible server needs the openai extra: pip install "
-                                   "'citerag[openai]'") from None
+                raise CiteragError(needs("an OpenAI-compatible server", "openai")) from None
             from citerag.adapters.openai_chat import OpenAICompatibleModel
 
             client = OpenAI(base_url=s.openai_base_url, api_key=s.openai_api_key, max_retries=2, timeout=120)

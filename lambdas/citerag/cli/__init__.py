@@ -11,6 +11,7 @@ from citerag.cli import (  # noqa: F401
     bench,
     bench_speed,
     chat,
+    datasets,
     docs,
     ingest,
     invoke,

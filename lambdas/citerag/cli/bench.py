@@ -10,14 +10,24 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from citerag.cli.common import JsonOpt, app, components, errors, out, progress, samples_dir
+from citerag.cli.common import JsonOpt, app, components, errors, out, progress, samples_dir, settings
 from citerag.components import Components
 from citerag.errors import CiteragError
+from citerag.extras import needs
+
+
+def _dataset(dataset: Path) -> Path:
+    """A folder, or the name of a public set fetched with `citerag datasets fetch` (jaquad, jsquad, scifact)."""
+    from citerag.bench.public_sets import resolve
+
+    return resolve(dataset, settings().data_dir)
 
 
 @app.command()
 def bench(
-    dataset: Annotated[Path, typer.Argument(help="folder with corpus.jsonl, queries.jsonl, qrels.tsv")],
+    dataset: Annotated[Path, typer.Argument(
+        help="jaquad, jsquad or scifact (see citerag datasets fetch), or a folder with corpus.jsonl, queries.jsonl, "
+             "qrels.tsv")],
     mode: Annotated[str, typer.Option("--mode", help="bm25, dense, hybrid or all")] = "all",
     qrels: Annotated[Path | None, typer.Option("--qrels", help="another qrels file of the dataset")] = None,
     fusion: Annotated[str | None, typer.Option("--fusion", help="rrf or convex (default: settings)")] = None,
@@ -34,6 +44,9 @@ def bench(
     from citerag.bench import retrieval as b
 
     with errors(as_json):
+        dataset = _dataset(dataset)
+        if qrels is not None and not qrels.exists() and (dataset / qrels).is_file():
+            qrels = dataset / qrels  # --qrels qrels_context_only.tsv: a file of the dataset
         modes = b.MODES if mode == "all" else (mode,)
         if any(m not in b.MODES for m in modes):
             raise CiteragError(f"--mode {mode!r}: choose bm25, dense, hybrid or all")
@@ -182,7 +195,8 @@ def bench_index(
 
 @app.command("bench-agent")
 def bench_agent(
-    dataset: Annotated[Path, typer.Argument(help="dataset folder with answers.jsonl (JaQuAD layout)")],
+    dataset: Annotated[Path, typer.Argument(help="jaquad or jsquad (fetched), or a folder with answers.jsonl "
+                                                 "(JaQuAD layout)")],
     questions: Annotated[int, typer.Option("--questions", min=1)] = 200,
     qrels: Annotated[Path | None, typer.Option("--qrels", help="qrels file (default qrels_context_only.tsv)")]
     = None,
@@ -196,6 +210,7 @@ def bench_agent(
     from citerag.bench import retrieval as b
 
     with errors(as_json):
+        dataset = _dataset(dataset)
         qrels_path = qrels or (dataset / "qrels_context_only.tsv")
         ds = b.load_dataset(dataset, qrels_path if qrels_path.exists() else None)
         answers = ab.load_answers(dataset)
@@ -245,7 +260,7 @@ def bench_handler(
         try:
             import moto  # noqa: F401
         except ImportError:
-            raise CiteragError("bench-handler needs moto: pip install -e '.[dev]'") from None
+            raise CiteragError(needs("bench-handler (moto)", "dev")) from None
         runs = {
             "latency_100_50": handler_bench.run(samples_dir(), titan_ms=100, pinecone_ms=50, candidates=50,
                                                 repeats=repeats),
@@ -285,6 +300,7 @@ def bench_answers(
     from citerag.bench import answers_jaquad
 
     with errors(as_json):
+        dataset = _dataset(dataset)
         if split not in ("dev", "test", "all"):
             raise CiteragError(f"--split {split!r}: choose dev, test or all")
         if agent not in ab.ASKERS:

@@ -15,7 +15,9 @@ try:
     import typer
     from rich.console import Console
 except ImportError:  # pragma: no cover - the Lambda base install has no command line
-    raise SystemExit("The command line needs an extra: pip install 'citerag[local]' or 'citerag[cli]'") from None
+    from citerag.extras import pip_install
+
+    raise SystemExit(f"The command line needs an extra: {pip_install('local')} or {pip_install('cli')}") from None
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 

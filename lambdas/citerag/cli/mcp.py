@@ -8,6 +8,7 @@ import typer
 
 from citerag.cli.common import IndexOpt, NamespaceOpt, app, err, errors, open_index, port_free
 from citerag.errors import CiteragError
+from citerag.extras import needs
 
 
 @app.command()
@@ -30,7 +31,7 @@ def mcp(
         try:
             from citerag.mcp_server import build_server
         except ImportError:
-            raise CiteragError("citerag mcp needs the agentcore extra: pip install 'citerag[agentcore]'") from None
+            raise CiteragError(needs("citerag mcp", "local")) from None
         # stdout belongs to the MCP protocol: progress goes nowhere (the samples' index when nothing is ingested)
         comps = open_index(index, namespace, quiet=True)
         access = {"tenant": tenant} if tenant else {}

@@ -24,6 +24,7 @@ from citerag.documents.chunking import first_line, line_bounds
 from citerag.documents.encodings import decode_text
 from citerag.documents.text import resolve_overstrike
 from citerag.errors import CiteragError
+from citerag.extras import needs
 from citerag.search.passage import location
 from citerag.search.query import analyze
 
@@ -387,7 +388,7 @@ def serve(
         try:
             import uvicorn
         except ImportError:
-            raise CiteragError("citerag serve needs the serve extra: pip install 'citerag[serve]'") from None
+            raise CiteragError(needs("citerag serve", "local")) from None
         port_free(host, port)
         comps = open_index(index, namespace)
         web = build_app(comps, host)
