@@ -1,5 +1,7 @@
 """Commands that cannot rot: every shell block of the README and of docs/ runs here, or is marked as needing the
-network or an AWS account (`<!-- needs: network -->`, `<!-- needs: aws -->` just before the block). Each block runs
+network, an AWS account, minutes of CPU (a benchmark run by hand, its figures reported beside it) or a terminal that
+stops it (a command that runs until Ctrl-C): `<!-- needs: network -->`, `aws`, `time` or `terminal` just before
+the block. Each block runs
 as one bash script in a new data dir, with the hashing embedder (no model is needed to check that a command works)
 and a home folder whose ~/docs holds copies of the samples."""
 
@@ -19,7 +21,7 @@ SAMPLES = ROOT / "lambdas" / "citerag" / "samples"
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 BLOCK = re.compile(r"^```(bash|console|sh|shell)[ \t]*\n(.*?)^```[ \t]*$", re.M | re.S)
 MARKER = re.compile(r"<!--\s*needs:\s*([a-z, ]+?)\s*-->\s*\Z")
-KNOWN_NEEDS = {"aws", "network"}
+KNOWN_NEEDS = {"aws", "network", "time", "terminal"}
 
 
 def _console_commands(script: str) -> str:
