@@ -24,6 +24,10 @@ responseBudgetBytes   action-group response budget           25000
 deniedTopics          guardrail denied topics, ';'-separated  Investment advice;Medical diagnosis
 logRetentionDays      CloudWatch Logs retention              30
 aclRequired           refuse searches without a tenant       false
+titanTokensPerMinute  the account's Titan embeddings quota (Service Quotas: On-demand InvokeModel tokens per minute
+                      for Amazon Titan Text Embeddings V2)   300000
+ingestConcurrency     ingest functions at once (the queue's maximum concurrency, 2-1000)
+                      (derived from titanTokensPerMinute: docs/aws-ingest.md)
 
 runtimes                what to deploy: classic, agentcore or both (comma-separated)   classic
 agentcoreModelId        the AgentCore agent's model (inference profile)   jp.anthropic.claude-sonnet-4-6
@@ -58,6 +62,8 @@ class DeployConfig(BaseModel):
     denied_topics: list[str] = Field(default_factory=lambda: ["Investment advice", "Medical diagnosis"])
     log_retention_days: int = 30
     acl_required: bool = False
+    titan_tokens_per_minute: int = Field(300_000, ge=1000)
+    ingest_concurrency: int | None = Field(None, ge=2, le=1000)  # the SQS event source's range (ScalingConfig)
 
     # AgentCore (issue 10): what to deploy and the AgentCore agent's own settings.
     runtimes: list[Literal["classic", "agentcore"]] = Field(default_factory=lambda: ["classic"], min_length=1)
@@ -101,6 +107,7 @@ class DeployConfig(BaseModel):
             "response_budget_bytes": ctx("responseBudgetBytes"), "denied_topics": split(ctx("deniedTopics"), ";"),
             "log_retention_days": ctx("logRetentionDays"),
             "acl_required": str(ctx("aclRequired")).lower() == "true" if ctx("aclRequired") is not None else None,
+            "titan_tokens_per_minute": ctx("titanTokensPerMinute"), "ingest_concurrency": ctx("ingestConcurrency"),
             "runtimes": split(ctx("runtimes")),
             "agentcore_model_id": ctx("agentcoreModelId"),
             "agentcore_model_regions": split(ctx("agentcoreModelRegions")),

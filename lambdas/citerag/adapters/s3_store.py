@@ -2,8 +2,9 @@
 (content hash, chunk ids, its BM25 contribution) and the BM25 corpus statistics of each namespace.
 
 Layout under the prefix: parents/<ns>/<parent_id>, manifests/<ns>/<doc_id>.json, stats/<ns>.json.
-The statistics are read-modify-written; the ingest Lambda runs with reserved concurrency 1 so there is
-one writer (infra/data.py sizes the queue's visibility timeout and retries for batches that wait for it).
+The statistics object is written by one of two writers: `apply_stats` read-modify-writes it (one ingest function
+at a time, for a deployment without a statistics table), or the scheduled fold of adapters.stats_ledger replaces
+it with a conditional write (many ingest functions). Readers see the same object either way.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import time
 from collections import OrderedDict
 from typing import Any
 
+from citerag.adapters.aws import error_code
+from citerag.errors import DependencyError
 from citerag.search.sparse import CorpusStats
 
 _DEFAULT_NS = "__default__"
@@ -112,6 +115,36 @@ class S3DocumentStore:
         data = json.loads(obj["Body"].read())
         return CorpusStats(n_docs=int(data["n_docs"]), total_len=int(data["total_len"]),
                            df={int(k): int(v) for k, v in data["df"].items()})
+
+    def read_stats_object(self, namespace: str) -> tuple[dict[str, Any] | None, str | None]:
+        """The statistics object and its ETag (None, None: there is none yet)."""
+        try:
+            obj = self.s3.get_object(Bucket=self.bucket, Key=self._key("stats", f"{_ns(namespace)}.json"))
+        except self.s3.exceptions.NoSuchKey:
+            return None, None
+        except Exception as exc:
+            raise DependencyError(f"cannot read the corpus statistics: {error_code(exc)}") from None
+        return json.loads(obj["Body"].read()), obj.get("ETag")
+
+    def write_stats_object(self, namespace: str, body: dict[str, Any], etag: str | None) -> None:
+        """Replace the statistics object only if it is still the version read (etag None: only if there is none):
+        S3 conditional writes (PutObject If-Match / If-None-Match; a lost race is 412 PreconditionFailed, or 409
+        ConditionalRequestConflict while another conditional write is in flight; docs AmazonS3
+        conditional-writes). Raises StatsConflict when another fold won."""
+        from citerag.adapters.stats_ledger import StatsConflict
+
+        cond = {"IfMatch": etag} if etag else {"IfNoneMatch": "*"}
+        ns = _ns(namespace)
+        try:
+            self.s3.put_object(Bucket=self.bucket, Key=self._key("stats", f"{ns}.json"),
+                               Body=json.dumps(body, separators=(",", ":")).encode(),
+                               ContentType="application/json", **cond)
+        except Exception as exc:
+            if error_code(exc) in ("PreconditionFailed", "ConditionalRequestConflict", "412", "409"):
+                raise StatsConflict(ns) from None
+            raise DependencyError(f"cannot write the corpus statistics: {error_code(exc)}") from None
+        with self._lock:
+            self._stats_cache.pop(ns, None)
 
     def apply_stats(self, namespace: str, added: dict[int, int], removed: dict[int, int],
                     docs_delta: int, len_delta: int) -> CorpusStats:
