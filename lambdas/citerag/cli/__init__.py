@@ -15,6 +15,7 @@ from citerag.cli import (  # noqa: F401
     ingest,
     invoke,
     mcp,
+    progress,
     search,
     serve,
     status,
