@@ -75,7 +75,10 @@ def test_titan_gives_up_after_bounded_retries_with_a_clear_error(bedrock):
     bedrock.behaviour.fail_body = {"message": "Too many requests"}
     bedrock.behaviour.fail_headers = {"x-amzn-ErrorType": "ThrottlingException"}
     bedrock.behaviour.fail_times = None
-    emb = TitanEmbedder(aws.client("bedrock-runtime", max_attempts=0), dimensions=256, sleep=lambda s: None)
+    slept: list[float] = []
+    emb = TitanEmbedder(aws.client("bedrock-runtime", max_attempts=0), dimensions=256, sleep=slept.append,
+                        rng=random.Random(3), throttle_wait_s=30.0)
     with pytest.raises(DependencyError, match="Titan embedding failed: ThrottlingException"):
         emb.embed_query("q")
-    assert len(bedrock.requests) == 9
+    # It waited its budget out (the last pause may take it past), then gave up on the next throttle.
+    assert sum(slept) >= 30.0 and sum(slept[:-1]) < 30.0 and len(bedrock.requests) == len(slept) + 1

@@ -81,7 +81,7 @@ def test_s3_to_sqs_to_ingest_lambda_with_dlq_and_partial_batch_failures(synth):
     # no reserved concurrency below that, which would throttle batches into retries.
     ingest = next(v["Properties"] for v in of_type(t, "AWS::Lambda::Function").values()
                   if v["Properties"].get("Handler") == "citerag.handlers.ingest.handler")
-    assert esm["ScalingConfig"]["MaximumConcurrency"] == 10  # 300,000 tokens a minute / 30,000 per function
+    assert esm["ScalingConfig"]["MaximumConcurrency"] == 19  # 300,000 tokens a minute / 16,000 per function
     assert "ReservedConcurrentExecutions" not in ingest
     assert main["VisibilityTimeout"] >= 6 * ingest["Timeout"]
     assert main["RedrivePolicy"]["maxReceiveCount"] >= 5
@@ -331,7 +331,7 @@ def test_the_ingest_dashboard_shows_queue_depth_documents_done_and_failed(synth)
 
 def test_ingest_concurrency_follows_the_titan_quota_or_the_context():
     _, t = synth_for({"titanTokensPerMinute": "1200000"})
-    assert one(t, "AWS::Lambda::EventSourceMapping")["ScalingConfig"]["MaximumConcurrency"] == 40
+    assert one(t, "AWS::Lambda::EventSourceMapping")["ScalingConfig"]["MaximumConcurrency"] == 75
     _, t = synth_for({"ingestConcurrency": "3"})
     assert one(t, "AWS::Lambda::EventSourceMapping")["ScalingConfig"]["MaximumConcurrency"] == 3
 

@@ -4,6 +4,8 @@ a sequential build of what the bucket holds."""
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 from collections import Counter
 
 import boto3
@@ -28,6 +30,7 @@ from citerag.adapters.stats_ledger import (
 from citerag.errors import DocumentError
 from citerag.search.ports import DocumentInfo, Record
 from citerag.search.sparse import CorpusStats, SparseVector
+from citerag.testing.aws_doubles import DynamoDBDouble, S3Double
 from citerag.testing.doubles import PineconeDouble
 
 REGION = "ap-northeast-1"
@@ -37,18 +40,23 @@ class Killed(Exception):
     """The function running this writer was stopped here."""
 
 
-@pytest.fixture
-def aws(monkeypatch):
+@pytest.fixture(params=["moto", "doubles"])
+def aws(monkeypatch, request):
+    """moto, and the fast doubles the ingest simulation runs on (so they answer as moto does)."""
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    with mock_aws():
-        yield _world()
+    doubles = request.param == "doubles"
+    with contextlib.nullcontext() if doubles else mock_aws():
+        yield _world(doubles=doubles)
 
 
-def _world(shards: int = 2):
+def _world(shards: int = 2, doubles: bool = False):
     s3 = boto3.client("s3", region_name=REGION)
-    s3.create_bucket(Bucket="docs", CreateBucketConfiguration={"LocationConstraint": REGION})
     db = boto3.client("dynamodb", region_name=REGION)
+    if doubles:
+        S3Double().attach(s3)
+        DynamoDBDouble().attach(db)
+    s3.create_bucket(Bucket="docs", CreateBucketConfiguration={"LocationConstraint": REGION})
     create_table(db, "stats")
     store = S3DocumentStore(s3, "docs", stats_ttl_s=0)
     ledger = DynamoStatsLedger(db, "stats", shards=shards)
@@ -77,13 +85,16 @@ terms = st.lists(st.integers(0, 12), min_size=1, max_size=5).map(tuple)
 documents = st.one_of(st.none(), st.lists(terms, min_size=1, max_size=3).map(tuple))
 
 
-def writer(ledger, bucket, doc_id):
+EXAMPLES = itertools.count()
+
+
+def writer(ledger, bucket, doc_id, ns=""):
     """One delivery of a notification for doc_id, as NotificationIngest handles it: read the object as it is now,
     write its contribution, and read again if the object changed meanwhile. Yields between its outside calls."""
     while True:
         seen = bucket.get(doc_id)
         yield "read"
-        plan = ledger.plan("", doc_id, contribution(seen))
+        plan = ledger.plan(ns, doc_id, contribution(seen))
         yield "planned"
         if plan is not None and not ledger.commit(plan):
             continue  # another writer moved the document first: plan again from what it wrote
@@ -96,9 +107,7 @@ def writer(ledger, bucket, doc_id):
 @given(data=st.data())
 def test_statistics_after_any_interleaving_equal_a_sequential_build(aws, data):
     store, ledger, folder = aws
-    for key in list(ledger.db.scan(TableName="stats").get("Items", [])):
-        ledger.db.delete_item(TableName="stats", Key={"pk": key["pk"], "sk": key["sk"]})
-    store.s3.delete_object(Bucket="docs", Key="citerag/stats/__default__.json")
+    ns = f"example-{next(EXAMPLES)}"  # each example starts from empty statistics
 
     bucket: dict[str, tuple | None] = {}
     running: list = []  # writers in flight
@@ -114,7 +123,7 @@ def test_statistics_after_any_interleaving_equal_a_sequential_build(aws, data):
             queue.append(data.draw(st.sampled_from(queue)))
         elif step == "start" and queue:
             doc_id = queue.pop(data.draw(st.integers(0, len(queue) - 1)))
-            running.append((doc_id, writer(ledger, bucket, doc_id)))
+            running.append((doc_id, writer(ledger, bucket, doc_id, ns)))
         elif step == "step" and running:
             i = data.draw(st.integers(0, len(running) - 1))
             if next(running[i][1], None) is None:
@@ -124,22 +133,22 @@ def test_statistics_after_any_interleaving_equal_a_sequential_build(aws, data):
             doc_id, _ = running.pop(data.draw(st.integers(0, len(running) - 1)))
             queue.append(doc_id)
         elif step == "fold":
-            folder.fold("", limit=data.draw(st.integers(1, 8)))
+            folder.fold(ns, limit=data.draw(st.integers(1, 8)))
         elif step == "fold-killed":
-            _fold_killed_after_writing(folder)
+            _fold_killed_after_writing(folder, ns)
 
     # Everything delivered and finished; then the scheduled fold catches up.
-    running.extend((d, writer(ledger, bucket, d)) for d in queue)
+    running.extend((d, writer(ledger, bucket, d, ns)) for d in queue)
     for _, w in running:
         for _ in w:
             pass
-    folder.fold_all("")
-    got = store.corpus_stats("")
+    folder.fold_all(ns)
+    got = store.corpus_stats(ns)
     want = sequential(bucket)
     assert (got.n_docs, got.total_len, got.df) == (want.n_docs, want.total_len, want.df)
 
 
-def _fold_killed_after_writing(folder: StatsFolder) -> None:
+def _fold_killed_after_writing(folder: StatsFolder, ns: str) -> None:
     """A fold stopped after it replaced the statistics object, before it deleted the deltas it folded."""
     write, discard = folder.store.write_stats_object, folder.ledger.discard
     written = []
@@ -155,7 +164,7 @@ def _fold_killed_after_writing(folder: StatsFolder) -> None:
 
     folder.store.write_stats_object, folder.ledger.discard = write_then_note, discard_unless_written
     try:
-        folder.fold("")
+        folder.fold(ns)
     except Killed:
         pass
     finally:

@@ -237,7 +237,18 @@ class Components:
     def notification_ingest(self):
         from citerag.ingestion.notifications import NotificationIngest
 
-        return NotificationIngest(self.ingestor(), self.object_source, self.dead_letters)
+        return NotificationIngest(self.ingestor(), self.object_source, self.dead_letters, self.document_locks)
+
+    @cached_property
+    def document_locks(self):
+        """One writer per document when many ingest functions run (the statistics table holds the leases)."""
+        from citerag.ingestion.ports import NoLocks
+
+        if not self.settings.stats_table:
+            return NoLocks()
+        from citerag.adapters.document_locks import DynamoDocumentLocks
+
+        return DynamoDocumentLocks(self.aws_client("dynamodb"), self.settings.stats_table)
 
     # --- citations and agents -------------------------------------------------------------------------------------
 

@@ -24,13 +24,17 @@ MAX_INPUT_CHARS = 50_000
 # ThrottlingException, 503 ServiceUnavailableException, 424/429 ModelNotReadyException.
 THROTTLED = frozenset({"ThrottlingException", "ServiceUnavailableException", "ModelNotReadyException",
                        "TooManyRequestsException"})
-MAX_THROTTLE_RETRIES = 8
+# A throttled call is retried until it has waited this long in all: ingest functions sized past the quota then
+# share it (each waits its turn) instead of failing documents back to the queue for its visibility timeout.
+THROTTLE_WAIT_S = 180.0
+MAX_BACKOFF_S = 20.0
+MAX_ATTEMPTS = 60
 
 
 class TitanEmbedder:
     def __init__(self, client: Any, *, model_id: str = TITAN_V2, dimensions: int = 1024, concurrency: int = 4,
                  max_concurrency: int = 16, sleep: Callable[[float], None] = time.sleep,
-                 rng: random.Random | None = None):
+                 rng: random.Random | None = None, throttle_wait_s: float = THROTTLE_WAIT_S):
         if dimensions not in (256, 512, 1024):
             raise ValueError("Titan Text Embeddings V2 supports 256, 512 or 1024 dimensions")
         self._client = client
@@ -40,6 +44,7 @@ class TitanEmbedder:
         self.limit = AdaptiveConcurrency(concurrency, max(concurrency, max_concurrency))
         self._sleep = sleep
         self._rng = rng or random.Random()
+        self.throttle_wait_s = throttle_wait_s
 
     @property
     def concurrency(self) -> int:
@@ -47,7 +52,8 @@ class TitanEmbedder:
 
     def _embed(self, text: str) -> np.ndarray:
         body = json.dumps({"inputText": text[:MAX_INPUT_CHARS], "dimensions": self.dim, "normalize": True})
-        for attempt in range(MAX_THROTTLE_RETRIES + 1):
+        waited = 0.0
+        for attempt in range(MAX_ATTEMPTS):
             window = self.limit.acquire()
             try:
                 resp = self._client.invoke_model(
@@ -57,10 +63,12 @@ class TitanEmbedder:
             except Exception as exc:
                 throttled = error_code(exc) in THROTTLED
                 self.limit.release(window, throttled=throttled, succeeded=False)
-                if throttled and attempt < MAX_THROTTLE_RETRIES:
+                if throttled and waited < self.throttle_wait_s and attempt < MAX_ATTEMPTS - 1:
                     # Full jitter (AWS Architecture Blog, "Exponential Backoff And Jitter"): callers throttled
                     # together do not come back together.
-                    self._sleep(self._rng.uniform(0, min(10.0, 0.25 * 2**attempt)))
+                    pause = self._rng.uniform(0, min(MAX_BACKOFF_S, 0.25 * 2**attempt))
+                    waited += pause
+                    self._sleep(pause)
                     continue
                 raise DependencyError(f"Titan embedding failed: {describe_error(exc)}") from None
             self.limit.release(window)
