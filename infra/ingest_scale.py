@@ -22,7 +22,7 @@ from infra.config import DeployConfig
 
 # Titan tokens one ingest function uses per minute on small documents (one passage each, the slowest case for
 # tokens: each costs a whole round of S3, Titan, Pinecone and DynamoDB calls): scripts/simulate_ingest.py at
-# concurrency 1 measured 16,451 (docs/aws-ingest.md). Concurrency = quota / this reaches the quota even then; larger
+# concurrency 1 measured 15,619 (docs/aws-ingest.md). Concurrency = quota / this reaches the quota even then; larger
 # documents reach it with fewer functions, and the adaptive Titan limit of each function shares it out.
 TOKENS_PER_FUNCTION_MINUTE = 16_000
 FOLD_TIMEOUT_S = 300
