@@ -89,23 +89,20 @@ class Clock:
 
 
 class TitanQuota:
-    """Token buckets per minute quota, refilled in virtual time. Calls stamped earlier than the last one seen (a
-    function started earlier but run later) take from the bucket without refilling it: slightly strict."""
+    """A per-minute quota, enforced smoothly: the calls stamped in any one second take at most a sixtieth of it (no
+    minute-long bursts, which would flatter short runs). Each call is judged in its own second, so a function
+    started earlier but run later in this process is judged at its own time."""
 
-    def __init__(self, per_minute: float, burst_s: float = 5.0) -> None:
-        self.rate = per_minute / 60.0
-        self.capacity = self.rate * burst_s
-        self.tokens = self.capacity
-        self.last = 0.0
+    def __init__(self, per_minute: float) -> None:
+        self.per_second = per_minute / 60.0
+        self.used: dict[int, float] = {}
 
     def take(self, now: float, amount: float) -> bool:
-        if now > self.last:
-            self.tokens = min(self.capacity, self.tokens + (now - self.last) * self.rate)
-            self.last = now
-        if self.tokens >= amount:
-            self.tokens -= amount
-            return True
-        return False
+        second = int(now)
+        if self.used.get(second, 0.0) + amount > self.per_second:
+            return False
+        self.used[second] = self.used.get(second, 0.0) + amount
+        return True
 
 
 class _Raw(io.BytesIO):
