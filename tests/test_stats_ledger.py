@@ -281,3 +281,17 @@ def test_a_writer_killed_between_its_writes_leaves_exact_statistics_after_the_re
                       {"a": ([4], [2, 4]), "b": ([2],)})
     got = store.corpus_stats("")
     assert (got.n_docs, got.total_len, got.df) == (want.n_docs, want.total_len, want.df)
+
+
+def test_searches_read_the_folded_statistics_through_a_bounded_cache(aws):
+    store, ledger, folder = aws
+    search_side = S3DocumentStore(store.s3, "docs", stats_ttl_s=3600)  # another process: the search function
+    assert search_side.corpus_stats("cached").n_docs == 0
+    ledger.record("cached", "a", Contribution(3, 9, {1: 3}))
+    folder.fold_all("cached")
+    assert search_side.corpus_stats("cached").n_docs == 0  # until its cache entry expires
+    assert S3DocumentStore(store.s3, "docs").corpus_stats("cached").n_docs == 3  # a fresh reader sees the fold
+    for ns in ("n1", "n2", "n3", "n4"):
+        search_side.corpus_stats(ns)
+    assert len(search_side._stats_cache) == 4 and "cached" not in search_side._stats_cache  # least recent dropped
+    assert search_side.corpus_stats("cached").n_docs == 3

@@ -20,6 +20,7 @@ from citerag.errors import DependencyError
 from citerag.search.sparse import CorpusStats
 
 _DEFAULT_NS = "__default__"
+STATS_CACHE_NAMESPACES = 4
 
 
 def _ns(namespace: str) -> str:
@@ -32,7 +33,9 @@ class S3DocumentStore:
         self.bucket = bucket
         self.prefix = prefix
         self.stats_ttl_s = stats_ttl_s
-        self._stats_cache: dict[str, tuple[float, CorpusStats]] = {}
+        # Each namespace's statistics for stats_ttl_s, at most STATS_CACHE_NAMESPACES of them (each holds the whole
+        # vocabulary): a search reads them once per TTL, not per query.
+        self._stats_cache: OrderedDict[str, tuple[float, CorpusStats]] = OrderedDict()
         # Parent ids carry the document version, so a parent text never changes under its key: cache freely.
         self._parents: OrderedDict[tuple[str, str], str] = OrderedDict()
         self.parent_cache_size = 512
@@ -103,9 +106,15 @@ class S3DocumentStore:
             if hit and time.monotonic() - hit[0] < self.stats_ttl_s:
                 return hit[1]
         stats = self._read_stats(ns)
+        self._remember(ns, stats)
+        return stats
+
+    def _remember(self, ns: str, stats: CorpusStats) -> None:
         with self._lock:
             self._stats_cache[ns] = (time.monotonic(), stats)
-        return stats
+            self._stats_cache.move_to_end(ns)
+            while len(self._stats_cache) > STATS_CACHE_NAMESPACES:
+                self._stats_cache.popitem(last=False)
 
     def _read_stats(self, ns: str) -> CorpusStats:
         try:
@@ -163,6 +172,5 @@ class S3DocumentStore:
         body = {"n_docs": stats.n_docs, "total_len": stats.total_len, "df": {str(k): v for k, v in stats.df.items()}}
         self.s3.put_object(Bucket=self.bucket, Key=self._key("stats", f"{ns}.json"),
                            Body=json.dumps(body, separators=(",", ":")).encode(), ContentType="application/json")
-        with self._lock:
-            self._stats_cache[ns] = (time.monotonic(), stats)
+        self._remember(ns, stats)
         return stats
