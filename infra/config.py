@@ -29,6 +29,10 @@ logRetentionDays      CloudWatch Logs retention              30
 aclRequired           refuse searches without a tenant       false
 functionTracing       sdk: X-Ray subsegments from the Powertools tracer | service: Lambda's own segments only,
                       the X-Ray SDK never imported (a faster cold start; docs/deploying.md)   sdk
+titanTokensPerMinute  the account's Titan embeddings quota (Service Quotas: On-demand InvokeModel tokens per minute
+                      for Amazon Titan Text Embeddings V2)   300000
+ingestConcurrency     ingest functions at once (the queue's maximum concurrency, 2-1000)
+                      (derived from titanTokensPerMinute: docs/aws-ingest.md)
 
 runtimes                what to deploy: classic, agentcore or both (comma-separated)   classic
 agentcoreModelId        the AgentCore agent's model (inference profile)   (as agentModelId)
@@ -63,6 +67,8 @@ class DeployConfig(BaseModel):
     log_retention_days: int = 30
     acl_required: bool = False
     function_tracing: Literal["sdk", "service"] = "sdk"
+    titan_tokens_per_minute: int = Field(300_000, ge=1000)
+    ingest_concurrency: int | None = Field(None, ge=2, le=1000)  # the SQS event source's range (ScalingConfig)
 
     # AgentCore: what to deploy and the AgentCore agent's own settings.
     runtimes: list[Literal["classic", "agentcore"]] = Field(default_factory=lambda: ["classic"], min_length=1)
@@ -148,6 +154,7 @@ class DeployConfig(BaseModel):
             "log_retention_days": ctx("logRetentionDays"),
             "acl_required": str(ctx("aclRequired")).lower() == "true" if ctx("aclRequired") is not None else None,
             "function_tracing": ctx("functionTracing"),
+            "titan_tokens_per_minute": ctx("titanTokensPerMinute"), "ingest_concurrency": ctx("ingestConcurrency"),
             "runtimes": split(ctx("runtimes")),
             "agentcore_model_id": ctx("agentcoreModelId"),
             "agentcore_model_regions": split(ctx("agentcoreModelRegions")),

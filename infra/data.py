@@ -16,6 +16,7 @@ from aws_cdk import aws_s3_notifications as s3n
 from aws_cdk import aws_secretsmanager as sm
 from aws_cdk import aws_sqs as sqs
 
+from infra import ingest_scale
 from infra.common import ack, ack_xray, function, lambda_code
 from infra.config import DeployConfig
 
@@ -35,6 +36,7 @@ class SharedData:
     titan_arn: str
     ingest: lambda_.Function
     access_logs: s3.Bucket
+    queue: sqs.Queue
 
     def grant_source_ids(self, fn) -> None:
         """Sign or verify source ids: read the deployment's key (and learn its name from the environment)."""
@@ -71,11 +73,10 @@ def build(stack: cdk.Stack, c: DeployConfig, retention: logs.RetentionDays) -> S
     dlq = sqs.Queue(stack, "IngestDLQ", encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
                     retention_period=cdk.Duration.days(14))
     ack(dlq, "AwsSolutions-SQS3", "This queue is the dead-letter queue of the ingest queue.")
-    # The ingest function runs one at a time (reserved concurrency 1, below), and an SQS event source polls with
-    # more than one batch at once (no MaximumConcurrency below 2; one above the reserved concurrency throttles:
-    # docs lambda services-sqs-scaling), so batches wait for it: the visibility timeout is six times the
-    # function's, which "allows Lambda to retry if your function is throttled" (docs services-sqs-configure), and
-    # a message gets 5 receives before the dead-letter queue (the same page's minimum for maxReceiveCount).
+    # Many ingest functions run at once (infra/ingest_scale.py: the statistics have no single writer), at most the
+    # event source's maximum concurrency. The visibility timeout is six times the function's, which "allows Lambda
+    # to retry if your function is throttled" (docs services-sqs-configure), and a message gets 5 receives before
+    # the dead-letter queue (the same page's minimum for maxReceiveCount).
     queue = sqs.Queue(stack, "IngestQueue", encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
                       visibility_timeout=cdk.Duration.seconds(6 * INGEST_TIMEOUT_S),
                       dead_letter_queue=sqs.DeadLetterQueue(queue=dlq, max_receive_count=5))
@@ -128,9 +129,10 @@ def build(stack: cdk.Stack, c: DeployConfig, retention: logs.RetentionDays) -> S
     docs.grant_read_write(ingest, "citerag/*")
     docs.grant_delete(ingest, "citerag/*")
     dlq.grant_send_messages(ingest)
-    ingest.add_event_source(events.SqsEventSource(queue, batch_size=10, report_batch_item_failures=True))
-    # One writer of the BM25 statistics (see citerag.adapters.s3_store).
-    ingest.node.default_child.add_property_override("ReservedConcurrentExecutions", 1)
+    # MaximumConcurrency caps the functions this queue runs at once, sized to the Titan quota (docs lambda
+    # services-sqs-scaling: 2-1000; a cap keeps other functions' concurrency free and throttles nothing).
+    ingest.add_event_source(events.SqsEventSource(queue, batch_size=10, report_batch_item_failures=True,
+                                                  max_concurrency=ingest_scale.ingest_concurrency(c)))
     ack(ingest.role.node.find_child("DefaultPolicy"), "AwsSolutions-IAM5",
         "S3 grants are scoped to this stack's bucket and prefixes (docs/*, citerag/*).",
         applies_to=[f"Resource::<{stack.get_logical_id(docs.node.default_child)}.Arn>/citerag/*",
@@ -140,4 +142,4 @@ def build(stack: cdk.Stack, c: DeployConfig, retention: logs.RetentionDays) -> S
     ack_xray(ingest)
     return SharedData(documents=docs, dlq=dlq, secret=secret, code=code, slim_code=slim_code, env=env,
                       source_id_secret=source_id_secret,
-                      titan_arn=titan_arn, ingest=ingest, access_logs=access_logs)
+                      titan_arn=titan_arn, ingest=ingest, access_logs=access_logs, queue=queue)

@@ -15,7 +15,7 @@ from infra.common import ROOT, ack, retention
 from infra.config import DeployConfig
 
 sys.path.insert(0, str(ROOT / "lambdas"))
-from infra import agentcore, classic, data, guardrail, invocation_logging
+from infra import agentcore, classic, data, guardrail, ingest_scale, invocation_logging
 
 
 class CiteragStack(cdk.Stack):
@@ -25,10 +25,11 @@ class CiteragStack(cdk.Stack):
         keep = retention(c.log_retention_days)
 
         shared = data.build(self, c, keep)
+        scale = ingest_scale.build(self, c, shared, shared.queue, keep)
         self.documents = shared.documents
         rail, rail_version = guardrail.build(self, c)
         invocation_logs = invocation_logging.build(self, keep, shared)
-        self.functions = {"ingest": shared.ingest}
+        self.functions = {"ingest": shared.ingest, "statsfold": scale.fold}
         outputs: dict[str, str] = {}
         # Which runtimes to deploy (context `runtimes`): both share the data plane and the guardrail.
         if "classic" in c.runtimes:
@@ -82,5 +83,7 @@ class CiteragStack(cdk.Stack):
         for key, value in (*outputs.items(), ("DocumentsBucket", shared.documents.bucket_name),
                            ("PineconeSecretName", shared.secret.secret_name),
                            ("ModelInvocationLogGroup", invocation_logs.log_group_name),
-                           ("IngestDLQUrl", shared.dlq.queue_url)):
+                           ("IngestDLQUrl", shared.dlq.queue_url), ("IngestQueueUrl", shared.queue.queue_url),
+                           ("IngestStatsTableName", scale.table.table_name),
+                           ("IngestDashboardName", scale.dashboard.dashboard_name)):
             cdk.CfnOutput(self, key, value=value)

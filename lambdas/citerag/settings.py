@@ -122,13 +122,19 @@ class Settings(BaseSettings):
     # AWS adapters (used when embedder=titan / index_backend=pinecone)
     titan_model_id: str = "amazon.titan-embed-text-v2:0"
     titan_dimensions: Literal[256, 512, 1024] = 1024
+    # Titan calls in flight per process: starts here, halves on throttling, grows by one per window of successes,
+    # up to titan_max_concurrency (adapters.adaptive).
     titan_concurrency: int = Field(4, ge=1, le=32)
+    titan_max_concurrency: int = Field(16, ge=1, le=64)
     pinecone_dense_host: str | None = None
     pinecone_sparse_host: str | None = None
     pinecone_secret_name: str | None = None
     pinecone_timeout_s: float = 5.0
     document_bucket: str | None = Field(None, description="bucket for parents, manifests and BM25 statistics")
     store_prefix: str = "citerag/"
+    # DynamoDB table of each document's BM25 contribution and its deltas (adapters.stats_ledger): many ingest
+    # functions at once. Unset: the statistics object is read-modify-written (one ingest function at a time).
+    stats_table: str | None = None
     rerank_model_arn: str | None = None
     dlq_url: str | None = Field(None, description="ingest: permanent failures are sent here with their reason")
     # When the embedded answerer abstains ("the documents do not answer"): "rules" (the hand-set thresholds),

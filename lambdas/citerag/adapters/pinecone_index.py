@@ -28,20 +28,22 @@ MAX_METADATA_BYTES = 40 * 1024
 
 
 class PineconeIndex:
-    def __init__(self, dense: Any, sparse: Any, store: S3DocumentStore) -> None:
+    def __init__(self, dense: Any, sparse: Any, store: S3DocumentStore, ledger: Any = None) -> None:
         self.dense = dense
         self.sparse = sparse
         self.store = store
+        # adapters.stats_ledger.DynamoStatsLedger: many writers at once. None: store.apply_stats, one writer.
+        self.ledger = ledger
 
     @classmethod
     def connect(cls, dense_host: str, sparse_host: str, api_key: str, *, timeout_s: float,
-                store: S3DocumentStore) -> PineconeIndex:
+                store: S3DocumentStore, ledger: Any = None) -> PineconeIndex:
         """Index clients for both hosts (the SDK sends nothing until the first request)."""
         from pinecone import Index
 
         dense = Index(host=dense_host, api_key=api_key, timeout=timeout_s, source_tag="citerag")
         sparse = Index(host=sparse_host, api_key=api_key, timeout=timeout_s, source_tag="citerag")
-        return cls(dense, sparse, store)
+        return cls(dense, sparse, store, ledger)
 
     # --- writes ---------------------------------------------------------------------------------------------
 
@@ -73,9 +75,8 @@ class PineconeIndex:
             stale = sorted(set(old.get("ids", [])) - set(new_ids))
             self._delete_ids(stale, namespace)
             self.store.delete_parents(sorted(set(old.get("parents", [])) - set(parents)), namespace)
-        removed = {int(k): v for k, v in (old or {}).get("df", {}).items()}
-        self.store.apply_stats(namespace, added, removed, len(records) - (old or {}).get("n_records", 0),
-                               sum(r.length for r in records) - (old or {}).get("total_len", 0))
+        self._count(namespace, info.doc_id, old, {"n_records": len(records),
+                                                  "total_len": sum(r.length for r in records), "df": added})
         manifest = {**info.model_dump(), "n_chunks": len(records), "ids": new_ids, "parents": sorted(parents),
                     "n_records": len(records), "total_len": sum(r.length for r in records),
                     "df": {str(k): v for k, v in added.items()}}
@@ -87,13 +88,34 @@ class PineconeIndex:
             # No manifest: the document may still have vectors from an interrupted ingest; list by id prefix.
             ids = self._list_ids(f"{doc_id}#", namespace)
             self._delete_ids(ids, namespace)
+            if self.ledger is not None:  # an ingest stopped after counting the document, before its manifest
+                self.ledger.record(namespace, doc_id, None)
             return len(ids)
         self._delete_ids(old.get("ids", []), namespace)
         self.store.delete_parents(old.get("parents", []), namespace)
-        removed = {int(k): v for k, v in old.get("df", {}).items()}
-        self.store.apply_stats(namespace, {}, removed, -old.get("n_records", 0), -old.get("total_len", 0))
+        self._count(namespace, doc_id, old, None)
         self.store.delete_manifest(doc_id, namespace)
         return len(old.get("ids", []))
+
+    def _count(self, namespace: str, doc_id: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        """The document's change of the BM25 statistics, from its old manifest to `new` (None: removed). Written
+        before the manifest: a writer killed in between leaves the old manifest, so the message's retry indexes the
+        document again, and the ledger's transition (already there) is not counted twice."""
+        if self.ledger is not None:
+            from citerag.adapters.stats_ledger import Contribution
+
+            def contribution(m):
+                return Contribution(m.get("n_records", 0), m.get("total_len", 0),
+                                    {int(k): int(v) for k, v in m.get("df", {}).items()})
+
+            self.ledger.record(namespace, doc_id, contribution(new) if new is not None else None,
+                               before=contribution(old) if old else None)
+            return
+        removed = {int(k): v for k, v in (old or {}).get("df", {}).items()}
+        added = {int(k): v for k, v in (new or {}).get("df", {}).items()}
+        self.store.apply_stats(namespace, added, removed,
+                               (new or {}).get("n_records", 0) - (old or {}).get("n_records", 0),
+                               (new or {}).get("total_len", 0) - (old or {}).get("total_len", 0))
 
     def _list_ids(self, prefix: str, namespace: str) -> list[str]:
         ids: list[str] = []

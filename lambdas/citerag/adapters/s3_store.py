@@ -2,8 +2,9 @@
 (content hash, chunk ids, its BM25 contribution) and the BM25 corpus statistics of each namespace.
 
 Layout under the prefix: parents/<ns>/<parent_id>, manifests/<ns>/<doc_id>.json, stats/<ns>.json.
-The statistics are read-modify-written; the ingest Lambda runs with reserved concurrency 1 so there is
-one writer (infra/data.py sizes the queue's visibility timeout and retries for batches that wait for it).
+The statistics object is written by one of two writers: `apply_stats` read-modify-writes it (one ingest function
+at a time, for a deployment without a statistics table), or the scheduled fold of adapters.stats_ledger replaces
+it with a conditional write (many ingest functions). Readers see the same object either way.
 """
 
 from __future__ import annotations
@@ -14,9 +15,12 @@ import time
 from collections import OrderedDict
 from typing import Any
 
+from citerag.adapters.aws import error_code
+from citerag.errors import DependencyError
 from citerag.search.sparse import CorpusStats
 
 _DEFAULT_NS = "__default__"
+STATS_CACHE_NAMESPACES = 4
 
 
 def _ns(namespace: str) -> str:
@@ -29,7 +33,9 @@ class S3DocumentStore:
         self.bucket = bucket
         self.prefix = prefix
         self.stats_ttl_s = stats_ttl_s
-        self._stats_cache: dict[str, tuple[float, CorpusStats]] = {}
+        # Each namespace's statistics for stats_ttl_s, at most STATS_CACHE_NAMESPACES of them (each holds the whole
+        # vocabulary): a search reads them once per TTL, not per query.
+        self._stats_cache: OrderedDict[str, tuple[float, CorpusStats]] = OrderedDict()
         # Parent ids carry the document version, so a parent text never changes under its key: cache freely.
         self._parents: OrderedDict[tuple[str, str], str] = OrderedDict()
         self.parent_cache_size = 512
@@ -100,9 +106,15 @@ class S3DocumentStore:
             if hit and time.monotonic() - hit[0] < self.stats_ttl_s:
                 return hit[1]
         stats = self._read_stats(ns)
+        self._remember(ns, stats)
+        return stats
+
+    def _remember(self, ns: str, stats: CorpusStats) -> None:
         with self._lock:
             self._stats_cache[ns] = (time.monotonic(), stats)
-        return stats
+            self._stats_cache.move_to_end(ns)
+            while len(self._stats_cache) > STATS_CACHE_NAMESPACES:
+                self._stats_cache.popitem(last=False)
 
     def _read_stats(self, ns: str) -> CorpusStats:
         try:
@@ -112,6 +124,36 @@ class S3DocumentStore:
         data = json.loads(obj["Body"].read())
         return CorpusStats(n_docs=int(data["n_docs"]), total_len=int(data["total_len"]),
                            df={int(k): int(v) for k, v in data["df"].items()})
+
+    def read_stats_object(self, namespace: str) -> tuple[dict[str, Any] | None, str | None]:
+        """The statistics object and its ETag (None, None: there is none yet)."""
+        try:
+            obj = self.s3.get_object(Bucket=self.bucket, Key=self._key("stats", f"{_ns(namespace)}.json"))
+        except self.s3.exceptions.NoSuchKey:
+            return None, None
+        except Exception as exc:
+            raise DependencyError(f"cannot read the corpus statistics: {error_code(exc)}") from None
+        return json.loads(obj["Body"].read()), obj.get("ETag")
+
+    def write_stats_object(self, namespace: str, body: dict[str, Any], etag: str | None) -> None:
+        """Replace the statistics object only if it is still the version read (etag None: only if there is none):
+        S3 conditional writes (PutObject If-Match / If-None-Match; a lost race is 412 PreconditionFailed, or 409
+        ConditionalRequestConflict while another conditional write is in flight; docs AmazonS3
+        conditional-writes). Raises StatsConflict when another fold won."""
+        from citerag.adapters.stats_ledger import StatsConflict
+
+        cond = {"IfMatch": etag} if etag else {"IfNoneMatch": "*"}
+        ns = _ns(namespace)
+        try:
+            self.s3.put_object(Bucket=self.bucket, Key=self._key("stats", f"{ns}.json"),
+                               Body=json.dumps(body, separators=(",", ":")).encode(),
+                               ContentType="application/json", **cond)
+        except Exception as exc:
+            if error_code(exc) in ("PreconditionFailed", "ConditionalRequestConflict", "412", "409"):
+                raise StatsConflict(ns) from None
+            raise DependencyError(f"cannot write the corpus statistics: {error_code(exc)}") from None
+        with self._lock:
+            self._stats_cache.pop(ns, None)
 
     def apply_stats(self, namespace: str, added: dict[int, int], removed: dict[int, int],
                     docs_delta: int, len_delta: int) -> CorpusStats:
@@ -130,6 +172,5 @@ class S3DocumentStore:
         body = {"n_docs": stats.n_docs, "total_len": stats.total_len, "df": {str(k): v for k, v in stats.df.items()}}
         self.s3.put_object(Bucket=self.bucket, Key=self._key("stats", f"{ns}.json"),
                            Body=json.dumps(body, separators=(",", ":")).encode(), ContentType="application/json")
-        with self._lock:
-            self._stats_cache[ns] = (time.monotonic(), stats)
+        self._remember(ns, stats)
         return stats

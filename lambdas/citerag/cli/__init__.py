@@ -16,6 +16,7 @@ from citerag.cli import (  # noqa: F401
     ingest,
     invoke,
     mcp,
+    progress,
     search,
     serve,
     status,

@@ -17,7 +17,15 @@ from pydantic import BaseModel
 from citerag.errors import DependencyError
 from citerag.ingestion.files import IngestResult
 from citerag.ingestion.ingestor import Ingestor
-from citerag.ingestion.ports import DeadLetterSink, ObjectGone, ObjectSource, ObjectTooLarge
+from citerag.ingestion.ports import (
+    DeadLetterSink,
+    DocumentLocks,
+    LockBusy,
+    NoLocks,
+    ObjectGone,
+    ObjectSource,
+    ObjectTooLarge,
+)
 from citerag.ingestion.s3_events import ObjectEvent, PoisonMessage, parse_notification
 
 MAX_REREADS = 3  # each a newer upload that landed while the one before was indexed
@@ -33,10 +41,12 @@ class NotificationOutcome(BaseModel):
 
 
 class NotificationIngest:
-    def __init__(self, ingestor: Ingestor, objects: ObjectSource, dead_letters: DeadLetterSink) -> None:
+    def __init__(self, ingestor: Ingestor, objects: ObjectSource, dead_letters: DeadLetterSink,
+                 locks: DocumentLocks | None = None) -> None:
         self.ingestor = ingestor
         self.objects = objects
         self.dead_letters = dead_letters
+        self.locks = locks or NoLocks()
 
     def handle(self, body: str, message_id: str,
                on_result: Callable[[IngestResult], None] | None = None) -> NotificationOutcome:
@@ -74,12 +84,18 @@ class NotificationIngest:
         both kinds read the current object and index it, or remove the document when it is gone. Then the object
         must still be the one read: two invocations handling two uploads of one key at once, the one that read
         the older version could write last, and no later event would correct it; a changed object is read
-        again (by the invocation that wrote last, so the index ends at what the bucket holds)."""
-        result, seen = self._reconcile(ev)
-        for _ in range(MAX_REREADS):
-            if result.status == "failed" or self.objects.version(ev.bucket, ev.key) == seen:
-                break
-            result, seen = self._reconcile(ev)
+        again (by the invocation that wrote last, so the index ends at what the bucket holds).
+        With many functions, one document is written by one at a time (`locks`): Pinecone has no conditional
+        writes, so two writers of one document could otherwise leave one's vectors under the other's manifest."""
+        try:
+            with self.locks.hold(ev.uri):
+                result, seen = self._reconcile(ev)
+                for _ in range(MAX_REREADS):
+                    if result.status == "failed" or self.objects.version(ev.bucket, ev.key) == seen:
+                        break
+                    result, seen = self._reconcile(ev)
+        except LockBusy as exc:
+            raise TransientFailure(f"{ev.uri} is being written by another function: {exc}") from None
         return result
 
     def _reconcile(self, ev: ObjectEvent) -> tuple[IngestResult, str | None]:

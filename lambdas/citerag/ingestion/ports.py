@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from typing import NamedTuple, Protocol
 
 
@@ -31,3 +32,20 @@ class ObjectSource(Protocol):
 class DeadLetterSink(Protocol):
     def send(self, body: str, message_id: str, reason: str) -> None:
         """Keep a message that retrying cannot fix, with the reason, for an operator to read."""
+
+
+class LockBusy(Exception):
+    """Another function holds the document and did not let go in time: retry the message later."""
+
+
+class DocumentLocks(Protocol):
+    def hold(self, key: str) -> AbstractContextManager[None]:
+        """Hold `key` (a document's URI) against every other function until the block ends. Raises LockBusy
+        after waiting a bounded time; a holder that died lets go when its lease runs out."""
+
+
+class NoLocks:
+    """One writer (the embedded path, `citerag invoke ingest`): nothing to exclude."""
+
+    def hold(self, key: str) -> AbstractContextManager[None]:
+        return nullcontext()

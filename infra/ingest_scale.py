@@ -1,0 +1,115 @@
+"""Ingest at scale: the BM25 statistics table the ingest functions write (adapters.stats_ledger), the scheduled
+function that folds it into the statistics object searches read, how many ingest functions run at once (sized to
+the account's Titan quota), and the dashboard of a bulk load (queue depth, documents done and failed)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import aws_cdk as cdk
+from aws_cdk import aws_cloudwatch as cw
+from aws_cdk import aws_dynamodb as ddb
+from aws_cdk import aws_events as ev
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sqs as sqs
+
+from infra.common import ack, ack_xray, function
+from infra.config import DeployConfig
+
+# Titan tokens one ingest function uses per minute on small documents (one passage each, the slowest case for
+# tokens: each costs a whole round of S3, Titan, Pinecone and DynamoDB calls): scripts/simulate_ingest.py at
+# concurrency 1 measured 15,619 (docs/aws-ingest.md). Concurrency = quota / this reaches the quota even then; larger
+# documents reach it with fewer functions, and the adaptive Titan limit of each function shares it out.
+TOKENS_PER_FUNCTION_MINUTE = 16_000
+FOLD_TIMEOUT_S = 300
+# What the ingest handler counts (handlers/ingest.py, Powertools EMF: namespace citerag, dimension service).
+DONE = ("added", "replaced", "unchanged", "removed", "skipped")
+
+
+def ingest_concurrency(c: DeployConfig) -> int:
+    if c.ingest_concurrency:
+        return c.ingest_concurrency
+    return min(1000, max(2, math.ceil(c.titan_tokens_per_minute / TOKENS_PER_FUNCTION_MINUTE)))
+
+
+@dataclass
+class IngestScale:
+    table: ddb.Table
+    fold: lambda_.Function
+    dashboard: cw.Dashboard
+
+
+def build(stack: cdk.Stack, c: DeployConfig, shared, queue: sqs.Queue, retention: logs.RetentionDays) -> IngestScale:
+    # On-demand: a bulk load writes in bursts. Point-in-time recovery: the table holds what the statistics are
+    # folded from, and rebuilding it means re-ingesting every document.
+    table = ddb.Table(stack, "IngestStats", partition_key=ddb.Attribute(name="pk", type=ddb.AttributeType.STRING),
+                      sort_key=ddb.Attribute(name="sk", type=ddb.AttributeType.STRING),
+                      billing_mode=ddb.BillingMode.PAY_PER_REQUEST, encryption=ddb.TableEncryption.AWS_MANAGED,
+                      point_in_time_recovery_specification=ddb.PointInTimeRecoverySpecification(
+                          point_in_time_recovery_enabled=True))
+    ingest = shared.ingest
+    ingest.add_environment("CITERAG_STATS_TABLE", table.table_name)
+    # TransactWriteItems is authorised per item action (docs amazondynamodb transaction-apis-iam).
+    ingest.add_to_role_policy(iam.PolicyStatement(
+        actions=["dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem",
+                 "dynamodb:ConditionCheckItem"], resources=[table.table_arn]))
+
+    fold = function(stack, "StatsFold", "citerag.handlers.stats_fold.handler", code=shared.code,
+                    timeout=FOLD_TIMEOUT_S, memory=1024,
+                    env={**shared.env, "CITERAG_STATS_TABLE": table.table_name}, retention=retention)
+    fold.add_to_role_policy(iam.PolicyStatement(actions=["dynamodb:Query", "dynamodb:BatchWriteItem"],
+                                                resources=[table.table_arn]))
+    stats_key = shared.documents.arn_for_objects("citerag/stats/*")
+    fold.add_to_role_policy(iam.PolicyStatement(actions=["s3:GetObject", "s3:PutObject"], resources=[stats_key]))
+    ack(fold.role.node.find_child("DefaultPolicy"), "AwsSolutions-IAM5",
+        "The statistics objects of this stack's bucket, one per namespace, under citerag/stats/.",
+        applies_to=[f"Resource::<{stack.get_logical_id(shared.documents.node.default_child)}.Arn>/citerag/stats/*"])
+    ack_xray(fold)
+    ev.Rule(stack, "StatsFoldSchedule", schedule=ev.Schedule.rate(cdk.Duration.minutes(1)),
+            targets=[targets.LambdaFunction(fold, retry_attempts=0)],
+            description="citerag: fold BM25 statistics deltas into the statistics searches read")
+
+    dashboard = _dashboard(stack, c, shared, queue, fold)
+    return IngestScale(table=table, fold=fold, dashboard=dashboard)
+
+
+def _dashboard(stack, c: DeployConfig, shared, queue: sqs.Queue, fold: lambda_.Function) -> cw.Dashboard:
+    minute = cdk.Duration.minutes(1)
+
+    def counted(status: str) -> cw.Metric:
+        return cw.Metric(namespace="citerag", metric_name=f"Ingest_{status}",
+                         dimensions_map={"service": "citerag-ingest"}, statistic="Sum", period=minute)
+
+    done = cw.MathExpression(expression=" + ".join(f"FILL(d{i}, 0)" for i in range(len(DONE))),
+                             using_metrics={f"d{i}": counted(s) for i, s in enumerate(DONE)},
+                             label="documents done", period=minute)
+    titan = {"ModelId": c.embedding_model_id}
+    dashboard = cw.Dashboard(stack, "IngestDashboard", default_interval=cdk.Duration.hours(3))
+    dashboard.add_widgets(
+        cw.GraphWidget(title="Queue depth", width=12, left=[
+            queue.metric_approximate_number_of_messages_visible(period=minute, label="waiting"),
+            queue.metric_approximate_number_of_messages_not_visible(period=minute, label="in progress"),
+            shared.dlq.metric_approximate_number_of_messages_visible(period=minute, label="dead-lettered")]),
+        cw.GraphWidget(title="Documents per minute", width=12, left=[
+            done, counted("failed").with_(label="failed"), counted("dead_lettered").with_(label="dead-lettered")]),
+    )
+    dashboard.add_widgets(
+        cw.GraphWidget(title="Ingest functions", width=12, left=[
+            shared.ingest.metric("ConcurrentExecutions", statistic="Maximum", period=minute, label="running"),
+            shared.ingest.metric_throttles(period=minute, label="throttled"),
+            shared.ingest.metric_errors(period=minute, label="errors")]),
+        cw.GraphWidget(title="Titan embeddings", width=12, left=[
+            cw.Metric(namespace="AWS/Bedrock", metric_name="Invocations", dimensions_map=titan, statistic="Sum",
+                      period=minute, label="calls"),
+            cw.Metric(namespace="AWS/Bedrock", metric_name="InvocationThrottles", dimensions_map=titan,
+                      statistic="Sum", period=minute, label="throttled")],
+            right=[cw.Metric(namespace="AWS/Bedrock", metric_name="InputTokenCount", dimensions_map=titan,
+                             statistic="Sum", period=minute, label="tokens")]),
+    )
+    dashboard.add_widgets(cw.GraphWidget(title="Statistics fold", width=24, left=[
+        fold.metric_invocations(period=minute), fold.metric_errors(period=minute)]))
+    return dashboard
