@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import heapq
-import io
 import json
 import os
 import random
@@ -45,7 +44,6 @@ os.environ.setdefault("AWS_REGION", "ap-northeast-1")
 
 import boto3
 from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
-from botocore.awsrequest import AWSResponse
 from botocore.config import Config
 
 from citerag.adapters.document_locks import DynamoDocumentLocks
@@ -58,7 +56,7 @@ from citerag.components import Components
 from citerag.handlers import ingest as ingest_handler
 from citerag.handlers.local import LocalContext
 from citerag.settings import Settings
-from citerag.testing.aws_doubles import DynamoDBDouble, S3Double, SQSDouble
+from citerag.testing.aws_doubles import DynamoDBDouble, S3Double, SQSDouble, response
 
 REGION = "ap-northeast-1"
 BUCKET = "citerag-documents-sim"
@@ -105,14 +103,6 @@ class TitanQuota:
         return True
 
 
-class _Raw(io.BytesIO):
-    def stream(self, **_):
-        data = self.read()
-        while data:
-            yield data
-            data = self.read()
-
-
 class TitanDouble:
     """bedrock-runtime InvokeModel for amazon.titan-embed-text-v2:0, answered on the client's before-send hook."""
 
@@ -132,17 +122,16 @@ class TitanDouble:
             self.calls["throttled"] += 1
             self.clock.sleep(LATENCY_S[("bedrock", "Throttled")])
             payload = {"message": "Too many requests, please wait before trying again."}
-            return AWSResponse(request.url, 429, {"x-amzn-ErrorType": "ThrottlingException",
-                                                  "Content-Type": "application/json"},
-                               _Raw(json.dumps(payload).encode()))
+            return response(request.url, 429, json.dumps(payload).encode(),
+                            {"x-amzn-ErrorType": "ThrottlingException", "Content-Type": "application/json"})
         self.calls["ok"] += 1
         self.calls["tokens"] += n_tokens
         self.clock.sleep(LATENCY_S[("bedrock", "InvokeModel")])
         seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=4).digest(), "little")
         vec = [0.0] * dims
         vec[seed % dims] = 1.0
-        return AWSResponse(request.url, 200, {"Content-Type": "application/json"},
-                           _Raw(json.dumps({"embedding": vec, "inputTextTokenCount": n_tokens}).encode()))
+        return response(request.url, 200, json.dumps({"embedding": vec, "inputTextTokenCount": n_tokens}).encode(),
+                        {"Content-Type": "application/json"})
 
 
 class PineconeStandIn:

@@ -37,8 +37,33 @@ class _Raw(io.BytesIO):
             data = self.read()
 
 
-def _response(url: str, status: int, body: bytes = b"", headers: dict[str, str] | None = None) -> AWSResponse:
+def response(url: str, status: int, body: bytes = b"", headers: dict[str, str] | None = None) -> AWSResponse:
+    """A response botocore parses as the service's own: status, headers and a body it can stream."""
     return AWSResponse(url, status, {"Content-Length": str(len(body)), **(headers or {})}, _Raw(body))
+
+
+_response = response
+_JSON = {"Content-Type": "application/x-amz-json-1.0"}
+
+
+def _json_target(double, request, missing: tuple[type[Exception], str, str]) -> AWSResponse:
+    """A JSON-protocol call (X-Amz-Target: Service.Operation) answered by the double's `_Operation` method; the
+    error `missing` names ((exception, code, message)) is the service's answer for an unknown resource."""
+    op = request.headers["X-Amz-Target"]
+    op = (op.decode() if isinstance(op, bytes) else op).split(".", 1)[1]
+    body = json.loads(_body(request) or b"{}")
+    exception, code, message = missing
+    with double._lock:
+        try:
+            out = getattr(double, f"_{op}")(body)
+        except exception as exc:
+            payload = {"__type": code, "message": getattr(exc, "message", message), **getattr(exc, "extra", {})}
+            if isinstance(exc, _Error):
+                payload["__type"] = f"com.amazonaws.dynamodb.v20120810#{exc.code}"
+            return _response(request.url, 400, json.dumps(payload).encode(), _JSON)
+        except AttributeError:
+            raise NotImplementedError(f"{type(double).__name__}: {op}") from None
+    return _response(request.url, 200, json.dumps(out).encode(), _JSON)
 
 
 def _body(request) -> bytes:
@@ -159,20 +184,7 @@ class DynamoDBDouble:
         client.meta.events.register_first("before-send.dynamodb", self)
 
     def __call__(self, request, **_) -> AWSResponse:
-        op = request.headers["X-Amz-Target"]
-        op = (op.decode() if isinstance(op, bytes) else op).split(".", 1)[1]
-        body = json.loads(_body(request) or b"{}")
-        with self._lock:
-            try:
-                out = getattr(self, f"_{op}")(body)
-            except _Error as exc:
-                payload = {"__type": f"com.amazonaws.dynamodb.v20120810#{exc.code}", "message": exc.message,
-                           **exc.extra}
-                return _response(request.url, 400, json.dumps(payload).encode(),
-                                 {"Content-Type": "application/x-amz-json-1.0"})
-            except AttributeError:
-                raise NotImplementedError(f"DynamoDBDouble: {op}") from None
-        return _response(request.url, 200, json.dumps(out).encode(), {"Content-Type": "application/x-amz-json-1.0"})
+        return _json_target(self, request, (_Error, "", ""))
 
     def _table(self, name: str) -> dict[tuple[str, str], dict[str, Any]]:
         if name not in self.tables:
@@ -297,20 +309,8 @@ class SQSDouble:
         client.meta.events.register_first("before-send.sqs", self)
 
     def __call__(self, request, **_) -> AWSResponse:
-        op = request.headers["X-Amz-Target"]
-        op = (op.decode() if isinstance(op, bytes) else op).split(".", 1)[1]
-        body = json.loads(_body(request) or b"{}")
-        with self._lock:
-            try:
-                out = getattr(self, f"_{op}")(body)
-            except AttributeError:
-                raise NotImplementedError(f"SQSDouble: {op}") from None
-            except KeyError:
-                payload = {"__type": "com.amazonaws.sqs#QueueDoesNotExist",
-                           "message": "The specified queue does not exist."}
-                return _response(request.url, 400, json.dumps(payload).encode(),
-                                 {"Content-Type": "application/x-amz-json-1.0"})
-        return _response(request.url, 200, json.dumps(out).encode(), {"Content-Type": "application/x-amz-json-1.0"})
+        return _json_target(self, request, (KeyError, "com.amazonaws.sqs#QueueDoesNotExist",
+                                            "The specified queue does not exist."))
 
     def _queue(self, url: str) -> dict[str, Any]:
         return self.queues[url.rsplit("/", 1)[1]]
