@@ -41,11 +41,14 @@ def _reason_from(events: list[dict[str, Any]]) -> Reason:
     for ev in events:
         trace = ev.get("trace", {}).get("trace", {}) if isinstance(ev.get("trace"), dict) else {}
         parsed = trace.get("preProcessingTrace", {}).get("modelInvocationOutput", {}).get("parsedResponse", {})
+        step = ev.get("kind") if ev.get("type") == "step" else None  # the AgentCore runtime's (events.py)
         if trace.get("guardrailTrace", {}).get("action") == "INTERVENED" or parsed.get("isValid") is False \
-                or ev.get("type") in ("blocked", "guardrail"):
+                or (step == "classification" and ev.get("accepted") is False) \
+                or (step == "guardrail" and ev.get("action") == "INTERVENED"):
             return Reason.BLOCKED
         output = trace.get("orchestrationTrace", {}).get("observation", {}).get("actionGroupInvocationOutput")
-        if isinstance(output, dict) and '"error"' in str(output.get("text", "")):
+        if (isinstance(output, dict) and '"error"' in str(output.get("text", ""))) \
+                or (step == "search" and ev.get("outcome") == "error"):
             return Reason.SEARCH_UNAVAILABLE
     return Reason.NO_RELEVANT_PASSAGE
 
