@@ -17,7 +17,6 @@ class Reason(StrEnum):
     NOT_ANSWERABLE = "not_answerable"  # the answerability model: the best sentence is unlikely to hold the fact
     SEARCH_UNAVAILABLE = "search_unavailable"  # the search failed (a dependency is down)
     BLOCKED = "blocked"  # the input was refused before any search (harmful or an instruction override)
-    BY_MODEL = "by_model"  # a generative model wrote that the documents do not answer
 
 
 # What each reason tells the user, when the decision says nothing more specific.
@@ -28,7 +27,6 @@ DETAILS = {
     Reason.NOT_ANSWERABLE: "the best sentence is unlikely to hold the fact asked for",
     Reason.SEARCH_UNAVAILABLE: "document search failed; try again later",
     Reason.BLOCKED: "the question was refused before any search",
-    Reason.BY_MODEL: "the model wrote that the documents do not answer",
 }
 
 
