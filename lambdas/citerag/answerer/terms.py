@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from itertools import pairwise
 
+from citerag.answerer import variants
 from citerag.answerer.question_kinds import OPTION_WORDS, WANTS_OPTION
 from citerag.documents.text import normalize
 from citerag.search.query import Query
@@ -160,4 +161,4 @@ def unknown_words(query: Query, stats: CorpusStats | None) -> list[str]:
     for word in dict.fromkeys(_KATAKANA_WORD.findall(normalize(query.text))):
         if any(not stats.df.get(term_id(word[i : i + 2]), 0) for i in range(len(word) - 1)):
             out.append(word)
-    return out
+    return [w for w in out if not variants.known(w, query, stats)]  # another spelling or synonym is indexed
