@@ -1,5 +1,5 @@
 """Print the Japanese loanword <-> native term groups of the Sudachi synonym dictionary that the answerer's word
-variants take (lambdas/citerag/answerer/rules/variants.json), from a copy of its source file.
+variants take (lambdas/citerag/answerer/variants.json), from a copy of its source file.
 
     python scripts/variants_from_sudachi.py path/to/SudachiDict/src/main/text/synonyms.txt
 

@@ -1,11 +1,14 @@
 """Word variants: a question's word also counts as held by a sentence that writes it another way.
 
 Two sources. Sudachi's analysis (the `japanese` extra, handed in by Components): a word and a spelling of it share
-Sudachi's normalised form (サーバ/サーバー, ひきすう/引数) or, with other okurigana, its reading and kanji
-(読込み/読み込み). And `rules/variants.json`: groups of words that name the same thing (a katakana loanword and a
-native term, English synonyms common in technical documents), each with its source. A sentence that holds a
+Sudachi's normalised form (サーバ/サーバー, インタフェース/インターフェイス) or, with other okurigana, its reading
+and kanji (取扱い/取り扱い). And `variants.json`: groups of words that name the same thing (a katakana loanword and
+a native term, English synonyms common in technical documents), each with its source. A sentence that holds a
 variant of a question's word is given that word's terms, at that word's weight: the question's terms and weights
 do not change, so a question whose words the documents use as they are scores as before.
+
+The setting is process-wide (`use`, called where Components builds the answerer): the ranking and the gate's
+features ask this module, not the caller, so that no signature between them changes.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from citerag.documents.text import normalize
 from citerag.search.query import Query
 from citerag.search.sparse import CorpusStats, term_id, tokenize
 
-LEXICON = Path(__file__).parent / "rules" / "variants.json"
+LEXICON = Path(__file__).parent / "variants.json"
 
 Word = Annotated[str, StringConstraints(min_length=2, max_length=40, strip_whitespace=True)]
 
