@@ -48,6 +48,7 @@ class AlwaysAnswers:
 
 # The code a row depends on: how sentences are cut, ranked and picked, and how the offline model answers.
 PICKING = ("answerer/extractive.py", "answerer/ranking.py", "answerer/question_kinds.py", "answerer/terms.py",
+           "answerer/variants.py", "answerer/variants.json",
            "answerer/offline_claude.py", "citations/statements.py", "documents/loaders.py", "search/pipeline.py")
 
 
