@@ -20,11 +20,18 @@ from aws_cdk import aws_sqs as sqs
 from infra.common import ack, ack_xray, function
 from infra.config import DeployConfig
 
-# Titan tokens one ingest function uses per minute on small documents (one passage each, the slowest case for
-# tokens: each costs a whole round of S3, Titan, Pinecone and DynamoDB calls): scripts/simulate_ingest.py at
-# concurrency 1 measured 15,619 (docs/aws-ingest.md). Concurrency = quota / this reaches the quota even then; larger
-# documents reach it with fewer functions, and the adaptive Titan limit of each function shares it out.
+# The quotas that bound a bulk load, per account, Region and model (Service Quotas, service "Amazon Bedrock"):
+# "On-demand model inference tokens per minute for Amazon Titan Text Embeddings V2" (quota code L-DE641971) and
+# "... requests per minute ..." (L-26C560CE). The Bedrock user guide names them (quotas-runtime) and says embedding
+# models "are throttled by Requests Per Minute (RPM), not Tokens Per Minute" (titan-embedding-models), but gives no
+# default value for this model on any page checked: the values are your account's (docs/aws-ingest.md). The
+# defaults below (titanTokensPerMinute 300,000, no request quota) are therefore assumptions to override.
+# Titan tokens and calls one ingest function uses per minute on small documents (one passage each, the slowest case:
+# each costs a whole round of S3, Titan, Pinecone and DynamoDB calls): scripts/simulate_ingest.py at concurrency 1
+# measured 15,619 tokens and 192 calls (docs/aws-ingest.md). Concurrency = quota / this reaches the quota even
+# then; larger documents reach it with fewer functions, and the adaptive Titan limit of each function shares it out.
 TOKENS_PER_FUNCTION_MINUTE = 16_000
+CALLS_PER_FUNCTION_MINUTE = 192
 FOLD_TIMEOUT_S = 300
 # What the ingest handler counts (handlers/ingest.py, Powertools EMF: namespace citerag, dimension service).
 DONE = ("added", "replaced", "unchanged", "removed", "skipped")
@@ -33,7 +40,10 @@ DONE = ("added", "replaced", "unchanged", "removed", "skipped")
 def ingest_concurrency(c: DeployConfig) -> int:
     if c.ingest_concurrency:
         return c.ingest_concurrency
-    return min(1000, max(2, math.ceil(c.titan_tokens_per_minute / TOKENS_PER_FUNCTION_MINUTE)))
+    wanted = math.ceil(c.titan_tokens_per_minute / TOKENS_PER_FUNCTION_MINUTE)
+    if c.titan_requests_per_minute:
+        wanted = min(wanted, math.ceil(c.titan_requests_per_minute / CALLS_PER_FUNCTION_MINUTE))
+    return min(1000, max(2, wanted))
 
 
 @dataclass

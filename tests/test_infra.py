@@ -336,6 +336,9 @@ def test_ingest_concurrency_follows_the_titan_quota_or_the_context():
     assert one(t, "AWS::Lambda::EventSourceMapping")["ScalingConfig"]["MaximumConcurrency"] == 75
     _, t = synth_for({"ingestConcurrency": "3"})
     assert one(t, "AWS::Lambda::EventSourceMapping")["ScalingConfig"]["MaximumConcurrency"] == 3
+    # A request quota binds first when it is the smaller: 600 calls a minute feed ceil(600 / 192) functions.
+    _, t = synth_for({"titanRequestsPerMinute": "600"})
+    assert one(t, "AWS::Lambda::EventSourceMapping")["ScalingConfig"]["MaximumConcurrency"] == 4
 
 
 def test_cdk_nag_reports_no_unacknowledged_findings(synth):
