@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol
 
 from pydantic import BaseModel
@@ -80,7 +81,7 @@ class Reconciler(Protocol):
 class BulkIngest:
     def __init__(self, staging: Staging, jobs: BatchJobs, reconciler: Callable[[dict[str, Any]], Reconciler],
                  locks: DocumentLocks, *, min_passages: int, max_records: int, min_records: int = 100,
-                 max_wait_s: float = 900.0, finished: frozenset[str] = frozenset(),
+                 max_wait_s: float = 900.0, workers: int = 4, finished: frozenset[str] = frozenset(),
                  with_output: frozenset[str] = frozenset(),
                  time_left: Callable[[], float] = lambda: float("inf")) -> None:
         self.staging = staging
@@ -91,6 +92,7 @@ class BulkIngest:
         self.min_passages = max(self.min_records, min_passages)
         self.max_records = max(self.min_records, max_records)
         self.max_wait_s = max_wait_s
+        self.workers = max(1, workers)
         self.finished_states = finished
         self.with_output = with_output
         self.time_left = time_left
@@ -117,15 +119,30 @@ class BulkIngest:
                 continue
             report.ended[job.job_id] = f"{status}: {message}"[:300] if message else status
             vectors = self.jobs.vectors(job.job_id) if status in self.with_output else {}
-            ingest = self.reconciler(vectors)
-            for doc in self.staging.job_documents(job.job_id):
-                if self.time_left() < TIME_MARGIN_S:
-                    report.note = "stopped before the function's timeout; the next run goes on"
-                    report.waiting.append(job.job_id)
-                    return
-                report.written.append(self._write(ingest, doc))
+            if not self._write_all(vectors, self.staging.job_documents(job.job_id), report):
+                report.note = "stopped before the function's timeout; the next run goes on"
+                report.waiting.append(job.job_id)
+                return
             self.staging.finish_job(job.job_id)
             report.finished.append(job.job_id)
+
+    def _write_all(self, vectors: dict[str, Any], docs: list[StagedDocument], report: BulkReport) -> bool:
+        """Write the documents, `workers` at a time (each mostly waits on S3, Pinecone and DynamoDB; one document
+        is still written by one writer at a time, under its lease). False: stopped early for the timeout."""
+        ingest = [self.reconciler(vectors) for _ in range(self.workers)]
+        with ThreadPoolExecutor(self.workers, thread_name_prefix="citerag-bulk") as pool:
+            running: list[Future] = []
+            for n, doc in enumerate(docs):
+                if self.time_left() < TIME_MARGIN_S:
+                    break
+                running.append(pool.submit(self._write, ingest[n % self.workers], doc))
+                if len(running) >= 2 * self.workers:
+                    report.written.append(running.pop(0).result())
+            else:
+                report.written.extend(f.result() for f in running)
+                return True
+            report.written.extend(f.result() for f in running)
+            return False
 
     def jobs_in_order(self) -> list[SubmittedJob]:
         return sorted(self.staging.jobs(), key=lambda j: j.submitted_at)
