@@ -196,3 +196,21 @@ def test_record_ids_are_alphanumeric_and_one_per_distinct_text():
     got = list(bedrock_batch.records(["a pump", "a valve", "a pump"], 1024))
     assert len(got) == 2 and all(rid.isalnum() for rid, _ in got)
     assert json.loads(got[0][1])["modelInput"] == {"inputText": "a pump", "dimensions": 1024, "normalize": True}
+
+
+def test_a_completion_stopped_for_the_timeout_goes_on_next_run_and_writes_nothing_twice(bulk):
+    env = bulk
+    comps = env["components"](batch_min_passages=100)
+    notify(env, comps, upload(env, 20))
+    step(comps)
+    (_, job), = env["double"].jobs.items()
+    env["double"].run(job["jobArn"])
+    budget = iter([1000.0] * 6)  # time for a few documents, then the function is about to time out
+    first = comps.bulk_ingest(time_left=lambda: next(budget, 0.0)).run()
+    assert first.finished == [] and first.waiting and 0 < len(first.written) < 20
+    assert comps.batch_staging.jobs()  # the job is kept until all its documents are written
+    second = comps.bulk_ingest().run()
+    assert len(second.finished) == 1
+    statuses = {r.source: r.status for r in second.written}
+    assert {statuses[r.source] for r in first.written} == {"unchanged"}  # not written twice
+    assert len(env["index"].list_documents()) == 20

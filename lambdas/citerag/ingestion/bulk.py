@@ -175,7 +175,7 @@ class BulkIngest:
     def _start_jobs(self, docs: list[StagedDocument], report: BulkReport) -> list[StagedDocument]:
         """Pack staged documents, oldest first, into jobs; returns the documents left staged."""
         left = list(docs)
-        while left:
+        while left and self.time_left() >= TIME_MARGIN_S:
             take, lines, seen = [], [], set()
             for doc in left:
                 got = [ln for ln in self.staging.lines(doc) if ln not in seen]
