@@ -214,3 +214,48 @@ def test_a_completion_stopped_for_the_timeout_goes_on_next_run_and_writes_nothin
     statuses = {r.source: r.status for r in second.written}
     assert {statuses[r.source] for r in first.written} == {"unchanged"}  # not written twice
     assert len(env["index"].list_documents()) == 20
+
+
+def test_through_pinecone_and_the_statistics_ledger_a_bulk_load_folds_to_the_statistics_of_an_on_demand_one(bulk):
+    from pinecone import Index
+
+    from citerag.adapters.pinecone_index import PineconeIndex
+    from citerag.adapters.s3_store import S3DocumentStore
+    from citerag.adapters.stats_ledger import DynamoStatsLedger, StatsFolder
+    from citerag.ingestion.ports import NoLocks
+    from citerag.testing.doubles import PineconeDouble
+
+    env = bulk
+    keys = upload(env, 20)
+
+    def deployment(table: str, prefix: str, dense_d, sparse_d):
+        create_table(env["db"], table)
+        store = S3DocumentStore(env["s3"], BUCKET, prefix, stats_ttl_s=0)
+        ledger = DynamoStatsLedger(env["db"], table)
+        host = lambda d: d.url.replace("127.0.0.1", "localhost")  # noqa: E731
+        index = PineconeIndex(Index(host=host(dense_d), api_key="pc-test-key"),
+                              Index(host=host(sparse_d), api_key="pc-test-key"), store, ledger)
+        return index, store, StatsFolder(ledger, store)
+
+    with PineconeDouble() as d1, PineconeDouble() as s1, PineconeDouble() as d2, PineconeDouble() as s2:
+        bulk_index, bulk_store, bulk_fold = deployment("bulk", "citerag/", d1, s1)
+        comps = env["components"](batch_min_passages=100)
+        comps.index = bulk_index
+        notify(env, comps, keys)
+        step(comps)
+        (_, job), = env["double"].jobs.items()
+        env["double"].run(job["jobArn"])
+        assert step(comps)["written"] == 20
+        assert step(comps)["written"] == 0
+
+        plain_index, plain_store, plain_fold = deployment("plain", "plain/", d2, s2)
+        plain = Components(Settings(data_dir=comps.settings.data_dir, embedder="hashing"))
+        plain.object_source, plain.index, plain.document_locks = comps.object_source, plain_index, NoLocks()
+        assert notify(env, plain, keys) == {"batchItemFailures": []}
+
+        bulk_fold.fold_all("")
+        plain_fold.fold_all("")
+        ours, theirs = bulk_store.corpus_stats(""), plain_store.corpus_stats("")
+        assert ours.n_docs == theirs.n_docs > 20 and ours.total_len == theirs.total_len and ours.df == theirs.df
+        assert ({d.source_uri: d.n_chunks for d in bulk_index.list_documents()}
+                == {d.source_uri: d.n_chunks for d in plain_index.list_documents()})
