@@ -194,7 +194,7 @@ def test_the_double_holds_requests_to_botocores_service_model():
 
 def test_record_ids_are_alphanumeric_and_one_per_distinct_text():
     got = list(bedrock_batch.records(["a pump", "a valve", "a pump"], 1024))
-    assert len(got) == 2 and all(rid.isalnum() for rid, _ in got)
+    assert len(got) == 2 and all(rid.isalnum() and rid.isascii() and len(rid) == 11 for rid, _ in got)
     assert json.loads(got[0][1])["modelInput"] == {"inputText": "a pump", "dimensions": 1024, "normalize": True}
 
 
