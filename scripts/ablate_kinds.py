@@ -36,8 +36,10 @@ def main() -> None:
     ap.add_argument("paths", type=Path, nargs="+", help="a pool folder (each subfolder a family) or family folders")
     ap.add_argument("--test", action="store_true", help="include the pool's test families")
     ap.add_argument("--json", type=Path, help="write the per-family and total figures here")
+    ap.add_argument("--kinds", default="each", help="comma-separated kind ids, each (default) or none")
     args = ap.parse_args()
-    ids = tuple(k["id"] for k in kinds())
+    ids = tuple(k["id"] for k in kinds()) if args.kinds == "each" else () if args.kinds == "none" else tuple(
+        k.strip() for k in args.kinds.split(",") if k.strip())
     total: dict[str, dict[str, dict[str, int]]] = {}
     base: dict[str, dict[str, int]] = {}
     per_family = {}
@@ -47,12 +49,12 @@ def main() -> None:
             res = ab.run(ab.load(family), comps, ablate=ids,
                          progress=lambda i, n, f=family.name: print(f"\r{f}: {i}/{n}", end="", file=sys.stderr))
         print(file=sys.stderr)
-        per_family[family.name] = res["ablation"]
+        per_family[family.name] = res.get("ablation", {})
         for r in res["rows"]:
             b = base.setdefault(r["lang"], {"facts": 0, "answerable": 0, "refusals": 0, "near_misses": 0})
             b["answerable" if r["answerable"] else "near_misses"] += 1
             b["facts" if r["answerable"] else "refusals"] += bool(r["right"])
-        for kind, by_lang in res["ablation"].items():
+        for kind, by_lang in res.get("ablation", {}).items():
             for lang, d in by_lang.items():
                 t = total.setdefault(kind, {}).setdefault(lang, {"facts": 0, "refusals": 0, "changed": 0})
                 for k in t:

@@ -5,17 +5,13 @@ from collections import Counter
 
 import pytest
 
-from citerag.answerer.extractive import ANSWER_MIN_SCORE, _repeats, pick_sentences
+from citerag.answerer.extractive import ANSWER_MIN_SCORE, pick_sentences
 from citerag.answerer.question_kinds import (
-    expansion_evidence,
     kind_evidence,
     number_evidence,
     reason_evidence,
-    sibling_evidence,
-    wants_option,
 )
-from citerag.answerer.ranking import does_what_asked, rank_sentences
-from citerag.answerer.terms import compound_terms
+from citerag.answerer.ranking import rank_sentences, shows_code
 from citerag.citations.statements import ends_statement, is_command_line, runs_into_command, split_statements
 from citerag.search.passage import Passage
 from citerag.search.query import analyze
@@ -414,17 +410,6 @@ def test_a_runner_up_close_only_by_the_titles_terms_stays_out_when_the_pair_hold
     assert [p.source_id for p in picked] == ["A"]
 
 
-def test_a_question_on_one_variant_is_not_answered_by_a_sentence_on_its_sibling():
-    # The Debian Reference's sentence on UTF-32's 4 bytes per ASCII character answered how many UTF-16 uses.
-    page = [Passage(source_id="S1", title="Guide", text="UTF-16 is used by Windows. Some programs consume more "
-                    "memory after supporting I18N. This is because they are coded to use UTF-32 internally and consume "
-                    "4 bytes for each ASCII character.")]
-    similarity = _cosines({".": 0.79})
-    assert pick_sentences("How many bytes does UTF-16 use for an ASCII character?", page, similarity=similarity,
-                          min_score=ANSWER_MIN_SCORE) == []
-    picked = pick_sentences("How many bytes does UTF-32 use for an ASCII character?", page, similarity=similarity,
-                            min_score=ANSWER_MIN_SCORE)
-    assert any("4 bytes" in p.sentence for p in picked)
 
 
 def test_a_sentence_under_a_heading_that_names_the_asked_name_is_no_siblings():
@@ -444,40 +429,8 @@ def test_a_number_the_question_names_counts_where_the_heading_holds_it():
     assert [p.sentence for p in picked] == ["Unlike f64, it occupies 4 bytes."]
 
 
-def test_what_names_a_sibling():
-    names_a_sibling = sibling_evidence(analyze("How many bytes does UTF-16 use for an ASCII character?"))
-    assert names_a_sibling is not None
-    assert names_a_sibling("They are coded to use UTF-32 internally.")
-    for not_a_sibling in ("UTF-16 and UTF-32 differ.", "utf16 is common.", "Use UTF-8 or UTF-16.", "CP932 is used."):
-        assert not names_a_sibling(not_a_sibling), not_a_sibling
-    assert sibling_evidence(analyze("エラーE2の意味は何ですか？"))("エラーE3はフィルターの交換時期です。")
-    # The asked name however a text writes it on: a suffix, leading zeros, a minor version.
-    for asked, held in (("Which byte order does Windows use for UTF-16?", "Windows writes UTF-16LE, not UTF-8."),
-                        ("What does error E2 mean?", "E02 means the water filter is due; E3, the pre-filter."),
-                        ("What changed in v2?", "v2.0 adds streaming; v1 had none."),
-                        ("How do I check a file's sha256?", "Run sha256sum FILE; md5sum is weaker.")):
-        names_a_sibling = sibling_evidence(analyze(asked))
-        assert names_a_sibling is not None and not names_a_sibling(held), asked
-    # Asked yes or no, the sibling is the answer ("Are the services offered over IPv6?": "…only over IPv4"); a
-    # question that names no such name has no siblings.
-    # Nor when the question asks about another version, or names a period a filing reports against another.
-    for question in ("Are the services offered over IPv6?", "Is f32 the default floating-point type?",
-                     "Hi, is IPv6 supported?", "Tell me whether IPv6 is supported.",
-                     "サービスはIPv6で提供されていますか？", "サービスがIPv6で提供されているかどうか知りたいです。",
-                     "What should I use instead of SHA1?", "How do I upgrade an ext3 file system?",
-                     "What was revenue in Q1 2024?", "How many bytes does a character use?"):
-        assert sibling_evidence(analyze(question)) is None, question
 
 
-@pytest.mark.parametrize("command", ["python -m pip install rich", "pip install rich", "uv add rich"])
-def test_a_how_do_i_question_is_answered_by_the_command(command):
-    # A package manager's command ends no sentence, yet it is the answer to "how do I install…", not the REPL's.
-    install = Passage(source_id="S1", text=f"Installing\n\nInstall with your favorite package manager.\n\n{command}",
-                      section="Rich > Installing")
-    repl = Passage(source_id="S2", text="Rich can be installed in the Python REPL, so that data structures are "
-                   "pretty printed.", section="Rich > Rich REPL")
-    picked = pick_sentences("How do I install rich?", [repl, install], max_sentences=1)
-    assert [p.source_id for p in picked] == ["S1"] and command in picked[0].sentence
 
 
 def test_a_sentence_two_documents_share_is_said_once():
@@ -571,28 +524,8 @@ def test_an_options_row_is_a_whole_statement_without_a_full_stop():
     assert [p.sentence for p in picked] == ["-n, --quiet, --silent suppress automatic printing of pattern space"]
 
 
-def test_an_options_row_in_title_case_is_no_heading():
-    # gzip's "-d --decompress --uncompress" over "Decompress." read as a short Title Case line: a heading, scored down
-    # below the sentences around it.
-    gzip = Passage(source_id="S1", title="gzip", section="lines 100-110", text=(
-        "-c --stdout --to-stdout\nWrite output on standard output; keep original files unchanged.\n\n"
-        "-d --decompress --uncompress\nDecompress.\n\n-f --force\nForce compression or decompression."))
-    picked = pick_sentences("Which gzip option decompresses?", [gzip], min_score=ANSWER_MIN_SCORE, max_sentences=1)
-    assert [p.sentence for p in picked] == ["-d --decompress --uncompress Decompress."]
 
 
-def test_which_option_is_answered_by_the_row_that_defines_it_before_a_sentence_that_names_one():
-    # A sentence that names an option in passing, however close, is not where the manual says what it does.
-    gzip = Passage(source_id="S1", title="gzip", section="lines 100-190", text=(
-        "-d --decompress --uncompress\nDecompress.\n\n"
-        "gunzip can currently decompress files created by gzip, zip, compress, compress -H or pack."))
-
-    def cosines(question, sentences):  # the bundled model's, measured
-        return [0.895 if "gunzip" in s else 0.887 for s in sentences]
-
-    picked = pick_sentences("Which gzip option decompresses?", [gzip], min_score=ANSWER_MIN_SCORE, max_sentences=1,
-                            similarity=cosines)
-    assert [p.sentence for p in picked] == ["-d --decompress --uncompress Decompress."]
 
 
 def test_an_option_alone_on_its_line_reads_into_its_description():
@@ -613,16 +546,6 @@ def test_an_option_alone_on_its_line_reads_into_its_description():
     assert split_statements("-v option is used by grep\n-c counts") == ["-v option is used by grep", "-c counts"]
 
 
-@pytest.mark.parametrize("question", ["What is the price of the Kumo Pure 300?",
-                                      "How much does the Kumo Pure 300 cost?", "Kumo Pure 300の価格はいくらですか？"])
-def test_a_price_is_answered_by_an_amount_of_money_or_not_at_all(question):
-    # The manual's numbers (a two-year warranty, 45 W) are no price.
-    manual = Passage(source_id="S1", text="The Kumo Pure 300 has a two-year warranty. The Kumo Pure 300 uses 45 W.",
-                     title="Kumo Pure 300 manual")
-    assert pick_sentences(question, [manual], min_score=ANSWER_MIN_SCORE) == []
-    priced = Passage(source_id="S1", text="The Kumo Pure 300 has a two-year warranty. The Kumo Pure 300 sells for "
-                     "$199 (29,800円).", title="Kumo Pure 300 manual")
-    assert "$199" in pick_sentences(question, [priced], min_score=0.1, max_sentences=1)[0].sentence
 
 
 def test_a_japanese_count_is_answered_by_a_number_in_the_unit_it_asks_for():
@@ -659,25 +582,6 @@ def test_an_english_count_of_a_unit_is_answered_by_a_number_of_that_unit():
     assert "16-bit" in pick_sentences("How many bits does an f16 use?", [half], min_score=0.3)[0].sentence
 
 
-@pytest.mark.parametrize(("question", "lang", "other", "measured"), [
-    # JaQuAD's near miss: a population and a decade were the answer to how far the settlement lay from Hyogo.
-    ("居留地は兵庫津からどのくらいの距離に位置していますか？", "ja",
-     "居留地が置かれた神戸村の人口は約3600人であった。居留地は1890年代に兵庫津と一続きになった。",
-     "居留地は兵庫津から約3.5kmの距離に位置している。"),
-    ("How far is the campsite from the lake?", "en",
-     "The campsite near the lake holds 40 people. The campsite opened in 1990.",
-     "The campsite is 2 miles from the lake."),
-    ("How heavy is the Kumo Pure 300?", "en",
-     "The Kumo Pure 300 uses 45 W. The Kumo Pure 300 has a two-year warranty.",
-     "The Kumo Pure 300 weighs 4.2 kg."),
-])
-def test_a_measured_quantity_is_answered_in_one_of_its_units(question, lang, other, measured):
-    def passage(text):
-        return Passage(source_id="S1", title="guide", lang=lang, text=text)
-
-    assert pick_sentences(question, [passage(other)], min_score=0.3) == []
-    picked = pick_sentences(question, [passage(f"{other} {measured}")], min_score=0.3)
-    assert measured in [p.sentence for p in picked]
 
 
 @pytest.mark.parametrize(("question", "lang", "stated"), [
@@ -710,51 +614,8 @@ def test_a_quantitys_word_without_a_how_much_form_asks_for_no_number():
                           min_score=0.3)
 
 
-def test_which_option_is_answered_by_an_option_or_not_at_all():
-    # sqlite3's man page says how to open a database, and names no option that encrypts one.
-    sqlite = Passage(source_id="S1", title="man-sqlite3", section="lines 16-20", text=(
-        "To start a sqlite3 interactive session, invoke the sqlite3 command and optionally provide the name of a "
-        "database file.\n\n-bail\nStop after hitting an error."))
-    assert pick_sentences("Which sqlite3 option encrypts the database?", [sqlite], min_score=0.1) == []
-    tar = Passage(source_id="S1", title="man-tar", section="lines 720-724", text=(
-        "-z, --gzip\nFilter the archive through gzip.\n\n-j, --bzip2\nFilter the archive through bzip2."))
-    picked = pick_sentences("Which tar option compresses the archive with gzip?", [tar], min_score=0.1)
-    assert picked[0].sentence.startswith("-z, --gzip Filter the archive through gzip.")
-    # The option, where a sentence that names none ranks above it: wc's man page lists what it counts.
-    wc = Passage(source_id="S1", title="man-ja-wc", section="lines 21-41", lang="ja", text=(
-        "表示は常に次の順です: 改行数、単語数、文字数、バイト数。\n\n"
-        "-c, --bytes\nバイト数を表示する\n\n-w, --words\n単語数を表示する"))
-    picked = pick_sentences("wcで単語数を表示するオプションは？", [wc], min_score=0.1)
-    assert [p.sentence for p in picked] == ["-w, --words 単語数を表示する"]
-    # "Option" says what kind of answer is asked for, not what about: the page's sentence on its options in general
-    # holds the word, and outranked the option by far enough that the question was refused.
-    wc = Passage(source_id="S1", title="man-ja-wc", section="lines 21-41", lang="ja", text=(
-        "下記のオプションを使って、何を数えて表示するかを選択できます。\n\n"
-        "-c, --bytes\nバイト数を表示する\n\n-w, --words\n単語数を表示する"))
-    def cosines(question, sentences):  # the bundled model's, measured: 0.93 for the general sentence, 0.87 the rows
-        return [0.93 if "下記" in s else 0.87 for s in sentences]
-
-    picked = pick_sentences("wcで単語数を数えるオプションは？", [wc], min_score=0.1, similarity=cosines)
-    assert [p.sentence for p in picked] == ["-w, --words 単語数を表示する"]
 
 
-def test_a_compound_written_with_no_matches_the_compound():
-    # wc's Japanese man page says "改行の数" where the user says "行数": without the bigram across the の, the row
-    # held fewer of the question's terms than the sentence listing what wc counts ("改行数、単語数…"), fell below
-    # 80% of it and the question was refused.
-    wc = Passage(source_id="S1", title="man-ja-wc", section="lines 21-41", lang="ja", text=(
-        "下記のオプションを使って、何を数えて表示するかを選択できます。表示は常に次の順です: 改行数、単語数、文字数、"
-        "バイト数、行の最大長。\n\n-c, --bytes\nバイト数を表示する\n\n-l, --lines\n改行の数を表示する\n\n"
-        "-w, --words\n単語数を表示する"))
-
-    def cosines(question, sentences):  # the bundled model's, measured: 0.93 for the general sentence, 0.87 the rows
-        return [0.87 if s.startswith("-") else 0.93 for s in sentences]
-
-    picked = pick_sentences("wcで行数を表示するオプションは？", [wc], min_score=0.9, similarity=cosines)
-    assert [p.sentence for p in picked] == ["-l, --lines 改行の数を表示する"]
-    # Only between word characters: "これの数" (hiragana before the の) makes no compound.
-    assert compound_terms("改行の数") == {term_id("行数")}
-    assert not compound_terms("これの数")
 
 
 def test_a_command_run_as_root_ends_the_statement_that_leads_into_it():
@@ -770,7 +631,7 @@ def test_a_command_run_as_root_ends_the_statement_that_leads_into_it():
 
     picked = pick_sentences("How do I reconfigure the locales on Debian?", [page], min_score=0.5,
                             similarity=cosines)
-    assert "You need to configure it as: # dpkg-reconfigure locales" in [p.sentence for p in picked]
+    assert any(p.sentence.endswith("You need to configure it as: # dpkg-reconfigure locales") for p in picked)
     # Elsewhere "#" is a number sign or a comment, not a prompt.
     assert not ends_statement("see Unicode Standard Annex # 11")
 
@@ -997,14 +858,9 @@ def test_the_exclamation_that_ends_a_sentence_is_no_macro():
     # "…than crashing the program due to a typo!" read as code (a Rust macro) to "How do I…", whose answer it joined.
     text = ("That would be better than crashing the program due to a typo! Call len() on the vector to count its "
             "elements. The vec! macro makes one.")
-    scored = rank_sentences("How do I count the elements of a vector?",
-                            [Passage(source_id="S1", title="guide", lang="en", text=text)])[2]
-    bonus = {c.text: c.bonus for c in scored if c.pos == c.last}
-    assert bonus["That would be better than crashing the program due to a typo!"] == 0.0
-    assert bonus["Call len() on the vector to count its elements."] == bonus["The vec! macro makes one."] == 0.1
-    japanese = rank_sentences("ベクタを作るにはどうすればいいですか？", [Passage(
-        source_id="S1", title="guide", lang="ja", text="ベクタを作れば成功です!")])[2]
-    assert japanese[0].bonus == 0.0
+    statements = split_statements(text)
+    assert [shows_code(s) for s in statements] == [False, True, True]
+    assert not shows_code("ベクタを作れば成功です!")
 
 
 @pytest.mark.parametrize(("lead", "explains", "question", "lang"), [
@@ -1210,20 +1066,6 @@ def test_a_japanese_sentence_that_names_the_command_after_the_word_shows_the_com
     assert not _answered("ファイルを変換するコマンドは？", "このコマンドは Windows では使えません。", "ja")
 
 
-@pytest.mark.parametrize("question, lang, spelt, used", [
-    ("What does DFSG stand for?", "en",
-     "The guidelines used to determine if a work is free are provided in The Debian Free Software Guidelines (DFSG).",
-     "This directory contains packages which are DFSG-free and freely distributable themselves."),
-    ("DFSG とは何ですか？", "ja",
-     "作業がフリーなのか判断するためのガイドラインは Debian フリーソフトウェアガイドライン (DFSG) で提供されています。",
-     "このディレクトリには、それ自体は DFSG フリーで自由に配布できるパッケージが収録されています。"),
-])
-def test_a_question_on_an_abbreviation_is_answered_by_the_sentence_that_spells_it_out(question, lang, spelt, used):
-    # The bundled model rated the sentence that only uses the abbreviation closer (0.813 against 0.797).
-    page = [Passage(source_id="S1", title="FAQ", lang=lang, text=f"{used}\n\n{spelt}")]
-    picked = pick_sentences(question, page, min_score=0.3, max_sentences=1,
-                            similarity=_model_prefers(used, over=spelt, high=0.813, low=0.797))
-    assert [p.sentence for p in picked] == [spelt]
 
 
 # aptitude's user's manual (aptitude-doc-en and -ja 0.8.13, GPL-2+), as its HTML pages read once loaded.
@@ -1248,17 +1090,6 @@ def test_a_japanese_line_that_goes_on_with_a_particle_is_no_heading():
     assert split_statements(text)[1] == "Debian のサーバから入手可能なパッケージの一覧を定期的に更新します。"
 
 
-@pytest.mark.parametrize("question, lang, row", [
-    ("Which key flags the selected package to be purged?", "en",
-     "Command: Package → Purge (_); Description: Flag the currently selected package to be purged."),
-    ("選択中のパッケージに完全削除のフラグを立てるキーは？", "ja",
-     "コマンド: パッケージ → 完全削除 (_); 説明: 現在選択中のパッケージに完全削除用のフラグを立てます。"),
-])
-def test_flag_as_a_verb_asks_for_no_option(question, lang, row):
-    # Read as "which flag…", only a row naming a command-line option could answer, and none did: refused.
-    page = Passage(source_id="S1", title="Menu commands", lang=lang, text=row)
-    assert [p.sentence for p in pick_sentences(question, [page], min_score=0.3)] == [row]
-    assert wants_option(analyze("Which grep flag ignores case?")) and wants_option(analyze("どのフラグを使いますか？"))
 
 
 def test_how_do_i_find_a_thing_is_answered_by_the_sentence_that_says_so_and_leads_into_a_screenshot():
@@ -1363,19 +1194,6 @@ def test_an_english_count_reads_a_long_run_of_digits_in_one_pass():
     assert fastest("1," * 50_000) / max(fastest("1," * 5_000), 1e-4) < 30
 
 
-def test_review_cases_of_the_abbreviation_option_and_command_rules():
-    spelt = expansion_evidence(analyze("What does the DFSG stand for?"))
-    assert spelt is not None and spelt("DFSG stands for Debian Free Software Guidelines.")
-    wide = expansion_evidence(analyze("ＤＦＳＧとは何ですか？"))
-    assert wide is not None and wide("The Debian Free Software Guidelines (DFSG) apply.")
-    assert not wants_option(analyze("Which key switches to the next view?"))
-    assert wants_option(analyze("どのフラグを付けますか？"))
-    assert not _answered("ファイルを変換するコマンドは？", "このコマンドは iPhone では使えません。", "ja")
-    # "find the version of…" asks to know, as "find out" does; "find a package" is an action.
-    assert does_what_asked(analyze("How do I find the version of a package?")) is None
-    assert does_what_asked(analyze("How do I find a package by name?")) is not None
-    # Japanese spaces no words: a pair holding a picked sentence repeats it character for character.
-    assert _repeats("これは文です。それも文です。", "それも文です。")
 
 
 def test_a_word_the_question_writes_closed_matches_it_written_open():

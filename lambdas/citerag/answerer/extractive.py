@@ -15,7 +15,7 @@ from citerag.answerer import rules
 from citerag.answerer.ranking import Candidate, Similarity, does_what_asked, rank_sentences, rx, shows_code
 from citerag.answerer.terms import content_terms, filler_ids, terms_of, unknown_words
 from citerag.citations.decision import Decision, Reason, Weighed
-from citerag.citations.statements import is_command_line, is_row
+from citerag.citations.statements import is_command_line
 from citerag.documents.text import detect_language, is_cjk, normalize
 from citerag.search.passage import Passage
 from citerag.search.query import Query
@@ -117,12 +117,7 @@ def _close_runners_up(candidates: list[Candidate], wanted: Callable[[Candidate],
 
 
 def _of_the_asked_kind(query: Query, candidates: list[Candidate]) -> list[Candidate]:
-    """The candidates that may answer a question asking for an option, a type or a reason."""
-    if candidates and kinds.wants_option(query):
-        # Only an option answers "which option", if one scores as a runner-up would (far below, it is another
-        # option's); a statement, not a pair, whose option may be the next row's; a manual's row over a mention.
-        candidates = _close_runners_up(candidates, lambda c: c.pos == c.last and kinds.names_option(c.text))
-        candidates = [c for c in candidates if is_row(c.text)] or candidates
+    """The candidates that may answer a question asking for a type or a reason."""
     if candidates and kinds.wants_type(query):
         # Else the best: a type is named in words too ("ユニット型").
         candidates = _close_runners_up(candidates, lambda c: kinds.names_type(c.text)) or candidates

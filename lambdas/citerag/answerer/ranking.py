@@ -148,7 +148,6 @@ class _Asked:
     numbers: list[re.Pattern[str]]  # the numbers it names, as a passage names them
     days: list[re.Pattern[str]]
     says: Callable[[str], bool] | None  # "How do I <verb>": whether a sentence says the verb
-    sibling: Callable[[str], bool] | None  # names a sibling of a numbered name the question asks about ("UTF-32")
     holds_number: Callable[[str], bool] | None  # for a question that asks for a number
     evidence: list[Callable[[str], bool]]  # of the asked type: each adds to a sentence's score
 
@@ -169,14 +168,9 @@ def _weights(query: Query, terms: set[int], stats: CorpusStats | None) -> dict[i
 def _read(query: Query, terms: set[int], stats: CorpusStats | None) -> _Asked:
     """What every sentence is scored against, worked out once per question."""
     weight = _weights(query, terms, stats)
-    wants_code = kinds.wants_code(query)
-    # Which command or option is asked for is told by code and option rows already ("どのオプション": "-c, --count").
-    names_kind = None if wants_code or kinds.wants_option(query) else kinds.kind_evidence(query)
     evidence = [
-        CODE.search if wants_code else None,
         kinds.names if kinds.wants_name(query) else None,
-        names_kind,
-        kinds.expansion_evidence(query),
+        kinds.kind_evidence(query),
         kinds.reason_evidence(query),
     ]
     text = normalize(query.text)
@@ -190,7 +184,6 @@ def _read(query: Query, terms: set[int], stats: CorpusStats | None) -> _Asked:
         numbers=[_as_named(n) for n in set(rx("question_number").findall(text.replace(",", "")))],
         days=[rx("day", day=re.escape(day)) for day in rx("question_day").findall(text)],
         says=does_what_asked(query, code=False),
-        sibling=kinds.sibling_evidence(query),
         holds_number=kinds.number_evidence(query) if kinds.asks_for_number(query) else None,
         evidence=[e for e in evidence if e is not None],
     )
@@ -249,7 +242,7 @@ class _Scored(NamedTuple):
     parts: tuple[str, ...]  # the statements it is made of: one, or a statement and its neighbour
 
 
-def _score_passage(asked: _Asked, rank: int, p: Passage, head: str, foreign: bool) -> list[_Scored]:
+def _score_passage(asked: _Asked, rank: int, p: Passage, foreign: bool) -> list[_Scored]:
     """Each statement of one passage and each pair of neighbours, scored without the model."""
     q, weight, total = asked.weight.keys(), asked.weight, asked.total
     spans = split_statements(p.text, lines_wrap=p.page is None)
@@ -287,9 +280,6 @@ def _score_passage(asked: _Asked, rank: int, p: Passage, head: str, foreign: boo
         share = sum(weight[t] for t in held) / total
         lexical = sum(weight[t] for t in held | titled) / total if held else share
         factor = off_topic
-        if asked.sibling is not None and asked.sibling(f"{head}: {text}"):
-            # "UTF-32" where "UTF-16" is asked about, read under its heading.
-            factor *= N("missing_number_factor")
         says = asked.says
         if not ends_statement(text) and not (first == last and is_row(text)) \
                 and not (says is not None and text.endswith((":", "：")) and says(text)
@@ -362,7 +352,7 @@ def rank_sentences(
     own_language = any(p.lang == query.lang for p in usable)
     heads = [_heading(p) for p in usable]
     raw = [unit for rank, p in enumerate(usable)
-           for unit in _score_passage(asked, rank, p, heads[rank], own_language and p.lang != query.lang)]
+           for unit in _score_passage(asked, rank, p, own_language and p.lang != query.lang)]
     if not raw:
         return query, usable, []
     if similarity:
@@ -392,16 +382,12 @@ def _numbers(query: Query) -> Callable[[str], bool] | None:
 # Each kind of rules/kinds.json: what tells a sentence answers a question of that kind (None: the question is not
 # of it, or the kind is switched off). The person kind weighs no sentence: it adds the lead sentence.
 EVIDENCE: dict[str, Callable[[Query], Callable[[str], bool] | None]] = {
-    **dict.fromkeys(("number", "money", "year", "count", "quantity", "time", "limit"), _numbers),
-    "code": _when(kinds.wants_code, lambda text: bool(CODE.search(text))),
+    **dict.fromkeys(("number", "year", "count", "time", "limit"), _numbers),
     "how_to": does_what_asked,
-    "option": _when(kinds.wants_option, kinds.names_option),
     "type": _when(kinds.wants_type, kinds.names_type),
     "name": _when(kinds.wants_name, kinds.names),
     "called": _when(kinds.wants_called, kinds.names),
     "person": _when(kinds.wants_person, lambda text: True),
     "which": kinds.kind_evidence,
-    "abbreviation": kinds.expansion_evidence,
     "reason": kinds.reason_evidence,
-    "sibling": kinds.sibling_evidence,
 }

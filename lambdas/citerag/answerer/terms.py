@@ -8,7 +8,6 @@ from functools import cache
 from itertools import pairwise
 
 from citerag.answerer import rules, variants
-from citerag.answerer.question_kinds import option_words, wants_option
 from citerag.documents.text import normalize
 from citerag.search.query import Query
 from citerag.search.sparse import CorpusStats, term_id, tokenize
@@ -78,8 +77,6 @@ def content_terms(query: Query) -> set[int]:
         content = {term_id(t) for t in query.tokens
                    if not rx("hiragana").search(t) and not rx("ja_asking").search(t) and t not in filler} \
             or set(query.term_ids)
-    if wants_option(query):  # "Which option…" names the kind of answer, as 何 does
-        content = content - option_words() or content
     return content | operators
 
 
