@@ -125,7 +125,7 @@ class DeployConfig(BaseModel):
         if runtime == "classic" and not row.classic:
             raise ValueError(f"{row.name} ({model_id}) has no InvokeModel/Converse model id, so Bedrock Agents "
                              "Classic cannot use it (docs/models-and-regions.md); choose agentModelId from there")
-        if runtime == "agentcore" and row.agentcore != "converse":
+        if runtime == "agentcore" and row.api != "converse":
             raise ValueError(f"{row.name} ({model_id}) is served on Bedrock's Messages-API endpoint, which the "
                              "AgentCore agent does not call yet (docs/models-and-regions.md); choose "
                              "agentcoreModelId from there")

@@ -258,6 +258,6 @@ def test_every_default_is_a_model_its_runtimes_can_call():
     from citerag.citations.families import DEFAULT_BASE_MODEL, bedrock_model
 
     row = bedrock_model(DEFAULT_BASE_MODEL)
-    assert row is not None and row.classic and row.agentcore == "converse" and not row.legacy
+    assert row is not None and row.classic and row.api == "converse" and not row.legacy
     for region, d in regions.REGIONS.items():
         assert d.model_geography in row.profiles, region  # the region's default profile exists for the model

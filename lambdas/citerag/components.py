@@ -319,7 +319,8 @@ class Components:
 
     @cached_property
     def chat_model(self):
-        """Bedrock Converse when a model id and AWS credentials are configured; otherwise the offline model."""
+        """Bedrock (Converse, or the Messages-API endpoint for a model the table says needs it) when a model id and
+        AWS credentials are configured; otherwise the offline model."""
         s = self.settings
         if s.chat_model_provider == "openai":
             if not s.chat_model_id:
@@ -337,6 +338,13 @@ class Components:
 
         if s.chat_model_provider != "offline" and s.chat_model_id and (s.chat_model_provider == "bedrock"
                                                                         or aws.has_credentials()):
+            from citerag.citations.families import bedrock_model
+
+            row = bedrock_model(s.chat_model_id)
+            if row is not None and row.api == "messages":  # served only on Bedrock's Messages-API endpoint
+                from citerag.adapters.messages_api import BedrockMessagesModel, mantle_client
+
+                return BedrockMessagesModel(mantle_client(), s.chat_model_id, sampling=row.sampling)
             from citerag.adapters.converse import BedrockConverseModel
 
             return BedrockConverseModel(self.aws_client("bedrock-runtime", read_timeout=60), s.chat_model_id)
