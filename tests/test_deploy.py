@@ -217,6 +217,20 @@ def test_the_xray_sdk_is_imported_only_when_tracing_is_on():
     assert _xray_imported({}) is False  # outside Lambda Powertools traces nothing either
 
 
+def test_the_search_handler_leaves_what_only_an_invocation_uses_to_the_first_invocation():
+    """Init imports the decorators' modules only: the payload code (pydantic, the passage model, the search core) and
+    Powertools' event_handler package load with the components, and an invocation still answers (the handler's own
+    tests)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("POWERTOOLS_", "LAMBDA_TASK_ROOT", "AWS_SAM"))}
+    heavy = ("pydantic", "numpy", "citerag.search.passage", "citerag.citations.payload",
+             "aws_lambda_powertools.event_handler", "citerag.components")
+    code = f"import sys, citerag.handlers.search; print([m for m in {heavy!r} if m in sys.modules])"
+    res = subprocess.run([sys.executable, "-c", code], env={**env, "LAMBDA_TASK_ROOT": "/var/task"},
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.strip().splitlines()[-1] == "[]"
+
+
 def test_service_tracing_keeps_lambda_tracing_and_turns_the_sdk_off(monkeypatch, tmp_path):
     _, t = synth(monkeypatch, None, {"runtimes": "classic,agentcore", "functionTracing": "service"}, out=tmp_path)
     fns = [r["Properties"] for r in t["Resources"].values() if r["Type"] == "AWS::Lambda::Function"
