@@ -260,12 +260,28 @@ def test_synthesis_stops_with_one_line_that_names_the_problem(env, args, named, 
 
 @pytest.mark.parametrize(("context", "named"), [
     ({"agentModelId": "global.anthropic.claude-opus-4-7"}, "Bedrock Agents Classic cannot use it"),
-    ({"runtimes": "agentcore", "agentcoreModelId": "us.anthropic.claude-opus-4-7"}, "Messages-API endpoint"),
 ])
 def test_a_model_the_runtime_cannot_call_fails_by_name(context, named):
     with pytest.raises(ValueError) as err:
         DeployConfig.from_context(context.get, "us-east-1")
     assert "Claude Opus 4.7" in str(err.value) and named in str(err.value)
+
+
+def test_an_agentcore_model_on_the_messages_api_gets_bedrock_mantle_access_instead_of_invoke_model(monkeypatch,
+                                                                                                   tmp_path):
+    # cdk-nag runs in synth(): reaching the assertions means it is clean with this policy too.
+    _, t = synth(monkeypatch, "us-east-1", {"runtimes": "agentcore", "agentcoreModelId": "anthropic.claude-opus-4-7"},
+                 out=tmp_path)
+    runtime = next(r["Properties"] for r in t["Resources"].values() if r["Type"] == "AWS::BedrockAgentCore::Runtime")
+    assert runtime["EnvironmentVariables"]["CITERAG_CHAT_MODEL_ID"] == "anthropic.claude-opus-4-7"
+    statements = [st for r in t["Resources"].values() if r["Type"] == "AWS::IAM::Policy"
+                  for st in r["Properties"]["PolicyDocument"]["Statement"]]
+    text = json.dumps(statements)
+    mantle = [st for st in statements if "bedrock-mantle:CreateInference" in json.dumps(st["Action"])]
+    assert mantle and "bedrock-mantle:" in json.dumps(mantle[0]["Resource"]) and ":project/*" in json.dumps(
+        mantle[0]["Resource"])
+    assert "claude-opus-4-7" not in text  # no InvokeModel grant on a foundation model that has no such id
+    assert any("bedrock:ApplyGuardrail" in json.dumps(st["Action"]) for st in statements)
 
 
 def test_every_default_is_a_model_its_runtimes_can_call():

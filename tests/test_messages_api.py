@@ -165,3 +165,100 @@ def test_the_parser_reads_the_same_response_from_either_endpoint(mantle):
     sent = mantle.requests[-1].body
     assert sent["messages"] == [{"role": "user", "content": [{"type": "text", "text": "What does error E2 mean?"}]}]
     assert sent["system"] == "rules" and sent["stop_sequences"] == ["</answer>"] and "stream" not in sent
+
+
+# --- the AgentCore agent (Strands) on the same endpoint, streaming, with the guardrail applied around it ------------
+
+class AgentScript:
+    """The model's side of one AgentCore turn: classify (no tools), call search_documents, answer citing a result."""
+
+    def __call__(self, body: dict) -> tuple[list[dict], str]:
+        if not body.get("tools"):
+            return [{"type": "text", "text": "The input is classified.</thinking>\n<category>D</category>"}], \
+                "end_turn"
+        results = [b for m in body["messages"] if isinstance(m["content"], list) for b in m["content"]
+                   if b.get("type") == "tool_result"]
+        if not results:
+            return [{"type": "tool_use", "id": "toolu_01", "name": body["tools"][0]["name"],
+                     "input": {"query": "error E2"}}], "tool_use"
+        content = results[-1]["content"]
+        text = content if isinstance(content, str) else "".join(c.get("text", "") for c in content)
+        hit = next(h for h in json.loads(text)["results"] if "E2" in h["text"])
+        sentence = next((s for s in re.split(r"(?<=\.)\s", hit["text"]) if "E2" in s), hit["text"][:80])
+        return [{"type": "text", "text": f"<answer><answer_part><text>{sentence}</text><sources><source>"
+                                         f"{hit['source_id']}</source></sources></answer_part></answer>"}], "end_turn"
+
+
+def _agentcore(tmp_path, monkeypatch, double, **settings):
+    from citerag.adapters import aws
+
+    from agentcore_support import components
+
+    for key, value in (("ANTHROPIC_BEDROCK_MANTLE_BASE_URL", double.base_url), ("AWS_REGION", double.region),
+                       ("AWS_ACCESS_KEY_ID", double.access_key), ("AWS_SECRET_ACCESS_KEY", double.secret_key)):
+        monkeypatch.setenv(key, value)
+    for key in ("AWS_SESSION_TOKEN", "AWS_BEARER_TOKEN_BEDROCK", "AWS_PROFILE"):
+        monkeypatch.delenv(key, raising=False)
+    aws.client.cache_clear()
+    return components(tmp_path, chat_model_id=MODEL, agentcore_model="bedrock", **settings)
+
+
+def _turn(comps, question="What does error E2 mean?"):
+    import asyncio
+
+    from citerag.runtimes.agentcore.events import TurnRequest
+
+    async def collect():
+        return [e async for e in comps.agentcore_agent().stream(
+            TurnRequest(question=question, session_id="s" * 36, access={}))]
+    return asyncio.run(collect())
+
+
+def _guardrail_response(action="NONE", outputs=(), assessments=()):
+    return {"usage": {"topicPolicyUnits": 1, "contentPolicyUnits": 1, "wordPolicyUnits": 1,
+                      "sensitiveInformationPolicyUnits": 1, "sensitiveInformationPolicyFreeUnits": 0,
+                      "contextualGroundingPolicyUnits": 0},
+            "action": action, "outputs": [{"text": t} for t in outputs], "assessments": list(assessments)}
+
+
+def test_the_agentcore_agent_answers_with_citations_over_the_streaming_messages_api(tmp_path, monkeypatch):
+    with MessagesApiDouble(AgentScript()) as double:
+        comps = _agentcore(tmp_path, monkeypatch, double)
+        events = _turn(comps)
+    final = events[-1]
+    assert final["type"] == "answer" and final["answered"], final
+    cited = final["citations"][0]["sources"][0]
+    assert "E2" in final["text"] and "/samples/" in cited["uri"] and "E2" in cited["excerpt"]
+    sent = [q.body for q in double.requests]
+    assert len(sent) == 3 and all(b["stream"] is True and b["model"] == MODEL and "temperature" not in b
+                                  for b in sent)
+    assert all("/bedrock-mantle/aws4_request" in q.headers["authorization"] for q in double.requests)
+    assert sent[1]["tools"][0]["name"] == "search_documents"
+
+
+def test_the_guardrail_is_applied_around_each_messages_api_call(tmp_path, monkeypatch):
+    from botocore.stub import ANY, Stubber
+
+    with MessagesApiDouble(AgentScript()) as double:
+        comps = _agentcore(tmp_path, monkeypatch, double, guardrail_id="gr-citerag", guardrail_version="3")
+        runtime = comps.aws_client("bedrock-runtime", read_timeout=30)
+        with Stubber(runtime) as stub:  # checks each ApplyGuardrail request against botocore's model
+            for source in ("INPUT", "OUTPUT", "INPUT", "OUTPUT"):  # classification; the answer (after the tool turn)
+                stub.add_response("apply_guardrail", _guardrail_response(), {
+                    "guardrailIdentifier": "gr-citerag", "guardrailVersion": "3", "source": source, "content": ANY})
+            events = _turn(comps)
+            stub.assert_no_pending_responses()
+        assert events[-1]["type"] == "answer" and events[-1]["answered"]
+
+        blocked = {"topicPolicy": {"topics": [{"name": "Investment advice", "type": "DENY", "action": "BLOCKED"}]}}
+        with Stubber(runtime) as stub:
+            stub.add_response("apply_guardrail", _guardrail_response(
+                "GUARDRAIL_INTERVENED", ["Sorry, I cannot help with that request."], [blocked]),
+                {"guardrailIdentifier": "gr-citerag", "guardrailVersion": "3", "source": "INPUT", "content": ANY})
+            calls = len(double.requests)
+            events = _turn(comps, "Which stock should I buy?")
+        # Blocked before any model call: the guardrail's message, not an answer.
+        assert len(double.requests) == calls
+        assert any(e.get("kind") == "guardrail" and e.get("action") == "INTERVENED" for e in events)
+        assert events[-1]["type"] == "answer" and not events[-1]["answered"]
+        assert events[-1]["text"] == "Sorry, I cannot help with that request."

@@ -380,8 +380,9 @@ class Components:
     @cached_property
     def agent_model(self):
         """The Strands model of the AgentCore agent: Bedrock Converse through Strands' BedrockModel, with the guardrail
-        in every request, when a model id is set and the process has AWS credentials (the deployed runtime always
-        has them: CITERAG_AGENTCORE_MODEL=bedrock); otherwise the offline model."""
+        in every request (a model the table serves only on the Messages API: Strands' Anthropic provider on that
+        endpoint, the guardrail applied around it), when a model id is set and the process has AWS credentials (the
+        deployed runtime always has them: CITERAG_AGENTCORE_MODEL=bedrock); otherwise the offline model."""
         s = self.settings
         native = s.agentcore_citations == "native"
         from citerag.adapters import aws
@@ -396,6 +397,11 @@ class Components:
                 raise CiteragError(f"{s.chat_model_id} cannot cite search results natively; use "
                                    "CITERAG_AGENTCORE_CITATIONS=protocol or a model the Converse SearchResultBlock "
                                    "documentation lists")
+            from citerag.citations.families import bedrock_model
+
+            row = bedrock_model(s.chat_model_id)
+            if row is not None and row.api == "messages":
+                return self._messages_agent_model(row.sampling)
             config: dict = {"model_id": s.chat_model_id, "max_tokens": 2048, "temperature": 0.0,
                             "boto_client_config": Config(retries={"mode": "adaptive", "max_attempts": 4},
                                                          connect_timeout=2, read_timeout=120)}
@@ -410,6 +416,21 @@ class Components:
         from citerag.adapters.strands_offline import OfflineAgentModel
 
         return OfflineAgentModel(native=native, answering=self.answering)
+
+    def _messages_agent_model(self, sampling: bool):
+        """A model served only on Bedrock's Messages-API endpoint: Strands' Anthropic provider on the SDK's
+        bedrock-mantle client, the guardrail applied around each call (the Messages API carries none)."""
+        from citerag.adapters.messages_api import mantle_client
+        from citerag.adapters.messages_strands import MessagesApiModel
+
+        s = self.settings
+        model = MessagesApiModel(mantle_client(asynchronous=True), s.chat_model_id, sampling=sampling)
+        if not s.guardrail_id:
+            return model
+        from citerag.adapters.guardrail_model import GuardedModel
+
+        return GuardedModel(model, self.aws_client("bedrock-runtime", read_timeout=30), s.guardrail_id,
+                            s.guardrail_version or "DRAFT")
 
     @cached_property
     def session_history(self):
