@@ -146,8 +146,9 @@ class Settings(BaseSettings):
     # answer embeds only the question; false leaves that to each first question.
     answer_vectors_at_ingest: bool = True
     answer_min_score: float | None = Field(None, ge=0.0, le=5.0)
-    # Local agent runtime: a Bedrock model id for Converse (used when boto3 finds AWS credentials), else the
-    # embedded extractive model.
+    # Local agent runtime: a Bedrock model id for Converse, or for Bedrock's Messages-API endpoint when the model
+    # table says the model is served only there (used when boto3 finds AWS credentials), else the embedded
+    # extractive model.
     chat_model_id: str | None = None
     # Where chat_model_id runs: "auto" (Bedrock with AWS credentials, else the offline model), "openai" (an
     # OpenAI-compatible server: Ollama, llama.cpp server, vLLM, at openai_base_url), "offline".
