@@ -262,3 +262,51 @@ def test_the_guardrail_is_applied_around_each_messages_api_call(tmp_path, monkey
         assert any(e.get("kind") == "guardrail" and e.get("action") == "INTERVENED" for e in events)
         assert events[-1]["type"] == "answer" and not events[-1]["answered"]
         assert events[-1]["text"] == "Sorry, I cannot help with that request."
+
+
+def test_a_guardrail_that_only_masks_passes_the_masked_reply_on_and_a_failed_check_fails_the_call():
+    import asyncio
+
+    import boto3
+    from botocore.stub import ANY, Stubber
+
+    from citerag.adapters.guardrail_model import GuardedModel
+    from citerag.errors import DependencyError
+
+    from agentcore_support import ScriptedModel, text_turn, tool_turn
+
+    runtime = boto3.client("bedrock-runtime", region_name="ap-northeast-1", aws_access_key_id="x",
+                           aws_secret_access_key="y")
+    inner = ScriptedModel(text_turn("Call k.sato@acme.example for exceptions."), tool_turn({"query": "q"}),
+                          text_turn("anything"))
+    model = GuardedModel(inner, runtime, "gr-citerag", "3")
+    question = [{"role": "user", "content": [{"text": "Who handles exceptions?"}]}]
+
+    def run(messages):
+        async def collect():
+            return [e async for e in model.stream(messages, None, "system")]
+        return asyncio.run(collect())
+
+    masked = {"sensitiveInformationPolicy": {"piiEntities": [{"match": "k.sato@acme.example", "type": "EMAIL",
+                                                              "action": "ANONYMIZED"}], "regexes": []}}
+    with Stubber(runtime) as stub:
+        stub.add_response("apply_guardrail", _guardrail_response(), {
+            "guardrailIdentifier": "gr-citerag", "guardrailVersion": "3", "source": "INPUT",
+            "content": [{"text": {"text": "Who handles exceptions?"}}]})
+        reply = _guardrail_response("GUARDRAIL_INTERVENED", ["Call {EMAIL} for exceptions."], [masked])
+        stub.add_response("apply_guardrail", reply, {
+            "guardrailIdentifier": "gr-citerag", "guardrailVersion": "3", "source": "OUTPUT",
+            "content": [{"text": {"text": "Call k.sato@acme.example for exceptions."}}]})
+        events = run(question)
+        # A reply with no text (a tool call) after a tool result (no user text): nothing to check, passed as is.
+        stub.add_response("apply_guardrail", _guardrail_response(), {
+            "guardrailIdentifier": "gr-citerag", "guardrailVersion": "3", "source": "INPUT", "content": ANY})
+        tool_events = run(question)
+        stub.add_client_error("apply_guardrail", "ThrottlingException", "Rate exceeded")
+        with pytest.raises(DependencyError, match="guardrail check failed: ThrottlingException"):
+            run(question)
+        stub.assert_no_pending_responses()
+    texts = [e["contentBlockDelta"]["delta"]["text"] for e in events if "contentBlockDelta" in e]
+    assert texts == ["Call {EMAIL} for exceptions."] and not any("redactContent" in e for e in events)
+    assert events[-2]["messageStop"]["stopReason"] == "end_turn"  # masked, not blocked: the turn goes on
+    assert any("toolUse" in str(e) for e in tool_events) and tool_events[-2]["messageStop"]["stopReason"] == "tool_use"
