@@ -85,4 +85,3 @@ MANTLE_INFERENCE = ["bedrock-mantle:CreateInference", "bedrock-mantle:GetProject
 def mantle_statements() -> list[iam.PolicyStatement]:
     return [iam.PolicyStatement(actions=MANTLE_INFERENCE, resources=[
         f"arn:{cdk.Aws.PARTITION}:bedrock-mantle:{cdk.Aws.REGION}:{cdk.Aws.ACCOUNT_ID}:project/*"])]
-
