@@ -25,12 +25,13 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_xray as xray
 
+from citerag.citations.families import bedrock_model
 from citerag.citations.tool import FUNCTION_DESCRIPTION, FUNCTION_NAME, INSTRUCTION, input_schema
 from infra import guardrail as guardrail_mod
 from infra.common import ASSET_EXCLUDES, ROOT, ack, ack_xray, function, nag_text
 from infra.config import DeployConfig
 from infra.data import SharedData
-from infra.models import invoke_statements
+from infra.models import invoke_statements, mantle_statements
 
 TARGET_NAME = "citerag-search"
 GATEWAY_NAME = "citerag-gateway"
@@ -112,8 +113,17 @@ def build(stack: cdk.Stack, c: DeployConfig, data: SharedData, retention: logs.R
     # retention (aws-cdk-lib Runtime.applicationLogGroup); LogRetention sets it whether or not it exists yet.
     logs.LogRetention(stack, "AgentRuntimeStdoutRetention", retention=retention,
                       log_group_name=f"/aws/bedrock-agentcore/runtimes/{runtime.agent_runtime_id}-DEFAULT")
-    for statement in invoke_statements(c.agentcore_model_id, c.agentcore_model_regions):
+    row = bedrock_model(c.agentcore_model_id)
+    on_messages_api = row is not None and row.api == "messages"
+    for statement in (mantle_statements() if on_messages_api
+                      else invoke_statements(c.agentcore_model_id, c.agentcore_model_regions)):
         runtime.add_to_role_policy(statement)
+    if on_messages_api:  # written with pseudo-parameters (infra.models), so cdk-nag shows them so
+        ack(runtime.role.node.try_find_child("DefaultPolicy"), "AwsSolutions-IAM5",
+            "Inference on Bedrock's Messages-API endpoint is authorized on the project it runs in (the default "
+            "project unless a request names another), not on a model: this account's projects in this region, as "
+            "AWS's managed policy AmazonBedrockMantleInferenceAccess grants it (on every region's).",
+            applies_to="Resource::arn:<AWS::Partition>:bedrock-mantle:<AWS::Region>:<AWS::AccountId>:project/*")
     runtime.add_to_role_policy(iam.PolicyStatement(actions=["bedrock:ApplyGuardrail"], resources=[
         guardrail.attr_guardrail_arn, *guardrail_mod.profile_arns(c)]))
     runtime.add_to_role_policy(iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=[data.titan_arn]))

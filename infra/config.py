@@ -124,17 +124,14 @@ class DeployConfig(BaseModel):
         return self
 
     def _runtime_can_call(self, runtime: str, model_id: str) -> None:
-        """A model the runtime cannot call fails at synth with its name (citations/families.py MODELS)."""
+        """A model the runtime cannot call fails at synth with its name (citations/families.py MODELS). The AgentCore
+        agent calls every model of the table: Converse, or the Messages-API endpoint where the table says so."""
         row = bedrock_model(model_id)
         if runtime not in self.runtimes or row is None:
             return
         if runtime == "classic" and not row.classic:
             raise ValueError(f"{row.name} ({model_id}) has no InvokeModel/Converse model id, so Bedrock Agents "
                              "Classic cannot use it (docs/models-and-regions.md); choose agentModelId from there")
-        if runtime == "agentcore" and row.agentcore != "converse":
-            raise ValueError(f"{row.name} ({model_id}) is served on Bedrock's Messages-API endpoint, which the "
-                             "AgentCore agent does not call yet (docs/models-and-regions.md); choose "
-                             "agentcoreModelId from there")
 
     @classmethod
     def from_context(cls, get: Any, region: str | None = None) -> DeployConfig:

@@ -72,3 +72,16 @@ def invoke_statements(model_id: str, regions: list[str] | None = None) -> list[i
                                        for r in destination_regions(model_id, regions)],
             conditions=via_profile))
     return statements
+
+
+# Bedrock's Messages-API endpoint (bedrock-mantle), for models served only there (citations/families.py MODELS):
+# AWS docs inference ("Making inference requests", bedrock-mantle endpoint: CreateInference, GetProject,
+# ListProjects, ListTagsForResources) and the managed policy AmazonBedrockMantleInferenceAccess (CreateInference and
+# Get*/List* on `arn:aws:bedrock-mantle:*:*:project/*`). Inference runs in a project (the default one unless a
+# request names another), so the grant is on this account's projects in this region, not on a model.
+MANTLE_INFERENCE = ["bedrock-mantle:CreateInference", "bedrock-mantle:GetProject"]
+
+
+def mantle_statements() -> list[iam.PolicyStatement]:
+    return [iam.PolicyStatement(actions=MANTLE_INFERENCE, resources=[
+        f"arn:{cdk.Aws.PARTITION}:bedrock-mantle:{cdk.Aws.REGION}:{cdk.Aws.ACCOUNT_ID}:project/*"])]

@@ -217,6 +217,20 @@ def test_the_xray_sdk_is_imported_only_when_tracing_is_on():
     assert _xray_imported({}) is False  # outside Lambda Powertools traces nothing either
 
 
+def test_the_search_handler_leaves_what_only_an_invocation_uses_to_the_first_invocation():
+    """Init imports the decorators' modules only: the payload code (pydantic, the passage model, the search core) and
+    Powertools' event_handler package load with the components, and an invocation still answers (the handler's own
+    tests)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("POWERTOOLS_", "LAMBDA_TASK_ROOT", "AWS_SAM"))}
+    heavy = ("pydantic", "numpy", "citerag.search.passage", "citerag.citations.payload",
+             "aws_lambda_powertools.event_handler", "citerag.components")
+    code = f"import sys, citerag.handlers.search; print([m for m in {heavy!r} if m in sys.modules])"
+    res = subprocess.run([sys.executable, "-c", code], env={**env, "LAMBDA_TASK_ROOT": "/var/task"},
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.strip().splitlines()[-1] == "[]"
+
+
 def test_service_tracing_keeps_lambda_tracing_and_turns_the_sdk_off(monkeypatch, tmp_path):
     _, t = synth(monkeypatch, None, {"runtimes": "classic,agentcore", "functionTracing": "service"}, out=tmp_path)
     fns = [r["Properties"] for r in t["Resources"].values() if r["Type"] == "AWS::Lambda::Function"
@@ -246,7 +260,6 @@ def test_synthesis_stops_with_one_line_that_names_the_problem(env, args, named, 
 
 @pytest.mark.parametrize(("context", "named"), [
     ({"agentModelId": "global.anthropic.claude-opus-4-7"}, "Bedrock Agents Classic cannot use it"),
-    ({"runtimes": "agentcore", "agentcoreModelId": "us.anthropic.claude-opus-4-7"}, "Messages-API endpoint"),
 ])
 def test_a_model_the_runtime_cannot_call_fails_by_name(context, named):
     with pytest.raises(ValueError) as err:
@@ -254,10 +267,27 @@ def test_a_model_the_runtime_cannot_call_fails_by_name(context, named):
     assert "Claude Opus 4.7" in str(err.value) and named in str(err.value)
 
 
+def test_an_agentcore_model_on_the_messages_api_gets_bedrock_mantle_access_instead_of_invoke_model(monkeypatch,
+                                                                                                   tmp_path):
+    # cdk-nag runs in synth(): reaching the assertions means it is clean with this policy too.
+    _, t = synth(monkeypatch, "us-east-1", {"runtimes": "agentcore", "agentcoreModelId": "anthropic.claude-opus-4-7"},
+                 out=tmp_path)
+    runtime = next(r["Properties"] for r in t["Resources"].values() if r["Type"] == "AWS::BedrockAgentCore::Runtime")
+    assert runtime["EnvironmentVariables"]["CITERAG_CHAT_MODEL_ID"] == "anthropic.claude-opus-4-7"
+    statements = [st for r in t["Resources"].values() if r["Type"] == "AWS::IAM::Policy"
+                  for st in r["Properties"]["PolicyDocument"]["Statement"]]
+    text = json.dumps(statements)
+    mantle = [st for st in statements if "bedrock-mantle:CreateInference" in json.dumps(st["Action"])]
+    assert mantle and "bedrock-mantle:" in json.dumps(mantle[0]["Resource"]) and ":project/*" in json.dumps(
+        mantle[0]["Resource"])
+    assert "claude-opus-4-7" not in text  # no InvokeModel grant on a foundation model that has no such id
+    assert any("bedrock:ApplyGuardrail" in json.dumps(st["Action"]) for st in statements)
+
+
 def test_every_default_is_a_model_its_runtimes_can_call():
     from citerag.citations.families import DEFAULT_BASE_MODEL, bedrock_model
 
     row = bedrock_model(DEFAULT_BASE_MODEL)
-    assert row is not None and row.classic and row.agentcore == "converse" and not row.legacy
+    assert row is not None and row.classic and row.api == "converse" and not row.legacy
     for region, d in regions.REGIONS.items():
         assert d.model_geography in row.profiles, region  # the region's default profile exists for the model

@@ -356,7 +356,8 @@ class Components:
 
     @cached_property
     def chat_model(self):
-        """Bedrock Converse when a model id and AWS credentials are configured; otherwise the offline model."""
+        """Bedrock (Converse, or the Messages-API endpoint for a model the table says needs it) when a model id and
+        AWS credentials are configured; otherwise the offline model."""
         s = self.settings
         if s.chat_model_provider == "openai":
             if not s.chat_model_id:
@@ -374,6 +375,13 @@ class Components:
 
         if s.chat_model_provider != "offline" and s.chat_model_id and (s.chat_model_provider == "bedrock"
                                                                         or aws.has_credentials()):
+            from citerag.citations.families import bedrock_model
+
+            row = bedrock_model(s.chat_model_id)
+            if row is not None and row.api == "messages":  # served only on Bedrock's Messages-API endpoint
+                from citerag.adapters.messages_api import BedrockMessagesModel, mantle_client
+
+                return BedrockMessagesModel(mantle_client(), s.chat_model_id, sampling=row.sampling)
             from citerag.adapters.converse import BedrockConverseModel
 
             return BedrockConverseModel(self.aws_client("bedrock-runtime", read_timeout=60), s.chat_model_id)
@@ -419,8 +427,9 @@ class Components:
     @cached_property
     def agent_model(self):
         """The Strands model of the AgentCore agent: Bedrock Converse through Strands' BedrockModel, with the guardrail
-        in every request, when a model id is set and the process has AWS credentials (the deployed runtime always
-        has them: CITERAG_AGENTCORE_MODEL=bedrock); otherwise the offline model."""
+        in every request (a model the table serves only on the Messages API: Strands' Anthropic provider on that
+        endpoint, the guardrail applied around it), when a model id is set and the process has AWS credentials (the
+        deployed runtime always has them: CITERAG_AGENTCORE_MODEL=bedrock); otherwise the offline model."""
         s = self.settings
         native = s.agentcore_citations == "native"
         from citerag.adapters import aws
@@ -435,6 +444,11 @@ class Components:
                 raise CiteragError(f"{s.chat_model_id} cannot cite search results natively; use "
                                    "CITERAG_AGENTCORE_CITATIONS=protocol or a model the Converse SearchResultBlock "
                                    "documentation lists")
+            from citerag.citations.families import bedrock_model
+
+            row = bedrock_model(s.chat_model_id)
+            if row is not None and row.api == "messages":
+                return self._messages_agent_model(row.sampling)
             config: dict = {"model_id": s.chat_model_id, "max_tokens": 2048, "temperature": 0.0,
                             "boto_client_config": Config(retries={"mode": "adaptive", "max_attempts": 4},
                                                          connect_timeout=2, read_timeout=120)}
@@ -449,6 +463,21 @@ class Components:
         from citerag.adapters.strands_offline import OfflineAgentModel
 
         return OfflineAgentModel(native=native, answering=self.answering)
+
+    def _messages_agent_model(self, sampling: bool):
+        """A model served only on Bedrock's Messages-API endpoint: Strands' Anthropic provider on the SDK's
+        bedrock-mantle client, the guardrail applied around each call (the Messages API carries none)."""
+        from citerag.adapters.messages_api import mantle_client
+        from citerag.adapters.messages_strands import MessagesApiModel
+
+        s = self.settings
+        model = MessagesApiModel(mantle_client(asynchronous=True), s.chat_model_id, sampling=sampling)
+        if not s.guardrail_id:
+            return model
+        from citerag.adapters.guardrail_model import GuardedModel
+
+        return GuardedModel(model, self.aws_client("bedrock-runtime", read_timeout=30), s.guardrail_id,
+                            s.guardrail_version or "DRAFT")
 
     @cached_property
     def session_history(self):

@@ -160,8 +160,9 @@ class Settings(BaseSettings):
     # A question's word also matches a sentence that writes it another way: Sudachi's normalised forms (with the
     # japanese extra) and the synonyms of answerer/variants.json (docs/answers.md "Word variants").
     answer_variants: bool = True
-    # Local agent runtime: a Bedrock model id for Converse (used when boto3 finds AWS credentials), else the
-    # embedded extractive model.
+    # Local agent runtime: a Bedrock model id for Converse, or for Bedrock's Messages-API endpoint when the model
+    # table says the model is served only there (used when boto3 finds AWS credentials), else the embedded
+    # extractive model.
     chat_model_id: str | None = None
     # Where chat_model_id runs: "auto" (Bedrock with AWS credentials, else the offline model), "openai" (an
     # OpenAI-compatible server: Ollama, llama.cpp server, vLLM, at openai_base_url), "offline".

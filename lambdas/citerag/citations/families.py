@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Literal
 
 # Sonnet 4.6: the newest Claude model with an InvokeModel/Converse id (what Agents Classic and Strands' BedrockModel
 # call), retirement not before 2027-02-17; Sonnet 4.5 has been Legacy since 2026-10-08. A deployment puts the
@@ -29,15 +30,18 @@ class ClaudeOnBedrock:
     """One Claude model as Bedrock serves it, and which of citerag's runtimes can use it.
 
     `profiles`: the cross-region profiles Anthropic's table lists for it. `classic`: a foundation model Agents Classic
-    accepts (an ARN-versioned id reachable through InvokeModel/Converse). `agentcore`: how the AgentCore agent calls
-    it: "converse" (Strands' BedrockModel) or "messages" (only on Bedrock's Messages-API endpoint, which the agent does
-    not call yet: the deployment refuses such a model by name)."""
+    accepts (an ARN-versioned id reachable through InvokeModel/Converse). `api`: how citerag calls it: "converse"
+    (Bedrock Converse, Strands' BedrockModel) or "messages" (only on Bedrock's Messages-API endpoint:
+    adapters/messages_api.py). `sampling`: the model accepts `temperature` (Opus 4.7 answers 400 "`temperature` is
+    deprecated for this model": Anthropic's migration guide, "Migrating to Claude Opus 4.7", sampling parameters
+    removed)."""
     name: str
     bedrock_id: str
     profiles: frozenset[str]
     classic: bool
-    agentcore: str
+    api: Literal["converse", "messages"]
     legacy: bool = False
+    sampling: bool = True
 
 
 # Sources, read 2026-11 (docs/models-and-regions.md): Anthropic's "Models overview" (AWS Bedrock IDs: Opus 4.7
@@ -48,15 +52,16 @@ class ClaudeOnBedrock:
 # inference-messages-api page (the Messages API on bedrock-runtime `/anthropic` and bedrock-mantle).
 MODELS: tuple[ClaudeOnBedrock, ...] = (
     # Not in the legacy table (no ARN-versioned id): which profiles serve it is not in these sources.
-    ClaudeOnBedrock("Claude Opus 4.7", "anthropic.claude-opus-4-7", frozenset(), classic=False, agentcore="messages"),
+    ClaudeOnBedrock("Claude Opus 4.7", "anthropic.claude-opus-4-7", frozenset(), classic=False, api="messages",
+                    sampling=False),
     ClaudeOnBedrock("Claude Opus 4.6", "anthropic.claude-opus-4-6-v1", frozenset({"global", "us", "eu", "jp", "apac"}),
-                    classic=True, agentcore="converse"),
+                    classic=True, api="converse"),
     ClaudeOnBedrock("Claude Sonnet 4.6", DEFAULT_BASE_MODEL, frozenset({"global", "us", "eu", "jp"}),
-                    classic=True, agentcore="converse"),
+                    classic=True, api="converse"),
     ClaudeOnBedrock("Claude Opus 4.5", "anthropic.claude-opus-4-5-20251101-v1:0", frozenset({"global", "us", "eu"}),
-                    classic=True, agentcore="converse"),
+                    classic=True, api="converse"),
     ClaudeOnBedrock("Claude Sonnet 4.5", "anthropic.claude-sonnet-4-5-20250929-v1:0",
-                    frozenset({"global", "us", "eu", "jp"}), classic=True, agentcore="converse", legacy=True),
+                    frozenset({"global", "us", "eu", "jp"}), classic=True, api="converse", legacy=True),
 )
 
 

@@ -3,7 +3,8 @@
 Thin: the event is checked and read with Powertools' event class, SearchTool (citerag.citations) decides
 everything, and one envelope builder (Powertools' BedrockFunctionsResponseBuilder) makes every response,
 results and errors alike. Heavy modules (numpy, boto3, pinecone) load with the components, on the first
-invocation, not at import, to keep cold starts short.
+invocation, not at import, to keep cold starts short; so do the response builder and the payload code (Powertools'
+event_handler package, pydantic with the passage model, the search core), which only an invocation uses.
 """
 
 from __future__ import annotations
@@ -14,17 +15,9 @@ import re
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
-from aws_lambda_powertools.event_handler.bedrock_agent_function import (
-    BedrockFunctionResponse,
-    BedrockFunctionsResponseBuilder,
-)
-from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.data_classes import BedrockAgentFunctionEvent
 
-from citerag.citations.payload import dumps_body, message_payload
 from citerag.citations.session import string_map
 from citerag.citations.tool import FUNCTION_NAME
-from citerag.documents.text import encodable
 from citerag.handlers.entry import Handler, from_settings
 from citerag.handlers.tracing import tracer as make_tracer
 
@@ -38,12 +31,22 @@ INTERNAL_ERROR = "search unavailable: internal error. Tell the user to try again
 def _count(name: str) -> None:
     # Only inside Lambda: run in-process (citerag ask/invoke, tests) metrics would pile up and print EMF lines.
     if os.environ.get("AWS_LAMBDA_FUNCTION_NAME"):
+        from aws_lambda_powertools.metrics import MetricUnit
+
         metrics.add_metric(name=name, unit=MetricUnit.Count, value=1)
 
 
 def envelope(event: dict[str, Any], body: str, state: str | None = None,
              session_attributes: dict[str, str] | None = None) -> dict[str, Any]:
     """The action-group response for a (sanitized) event: the one builder of every response this function sends."""
+    from aws_lambda_powertools.event_handler.bedrock_agent_function import (
+        BedrockFunctionResponse,
+        BedrockFunctionsResponseBuilder,
+    )
+    from aws_lambda_powertools.utilities.data_classes import BedrockAgentFunctionEvent
+
+    from citerag.documents.text import encodable
+
     # Whatever a message echoes of the caller's input, the runtime can write it (half a character is U+FFFD).
     response = BedrockFunctionResponse(body=encodable(body), session_attributes=session_attributes,
                                        response_state=state)  # type: ignore[arg-type]
@@ -52,6 +55,8 @@ def envelope(event: dict[str, Any], body: str, state: str | None = None,
 
 def build(components) -> Handler:
     """The handler over these components' search tool (one tool and thread pool per container)."""
+    from citerag.citations.payload import dumps_body, message_payload
+
     tool = components.search_tool()
 
     @logger.inject_lambda_context(correlation_id_path="sessionId", clear_state=True)

@@ -30,6 +30,7 @@ class Request:
     body: Any
     started: float
     finished: float = 0.0
+    raw: bytes = b""  # the body as it arrived (a signature covers these bytes)
 
 
 @dataclass
@@ -69,7 +70,7 @@ class _Server:
                 except json.JSONDecodeError:
                     body = raw
                 req = Request(self.command, unquote(parsed.path), parse_qs(parsed.query),
-                              {k.lower(): v for k, v in self.headers.items()}, body, started)
+                              {k.lower(): v for k, v in self.headers.items()}, body, started, raw=raw)
                 with outer._lock:
                     outer.requests.append(req)
                 b = outer.behaviour

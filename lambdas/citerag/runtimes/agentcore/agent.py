@@ -7,8 +7,9 @@ membership in this turn's search results and for its signature, a reprompt other
 masking -> the answer event with structured citations -> the turn saved to the session history.
 
 The guardrail applies to every model call because both calls go through the one Strands model the components built
-(BedrockModel carries guardrail_id/version into every Converse request); a block ends the turn with the
-guardrail's message, a masking of personal data does not (`_blocks`). Native citations (Converse searchResult
+(BedrockModel carries guardrail_id/version into every Converse request; for a model on the Messages-API endpoint,
+adapters/guardrail_model.py applies it around each call and reports a block the same way); a block ends the turn
+with the guardrail's message, a masking of personal data does not (`_blocks`). Native citations (Converse searchResult
 blocks) replace the protocol when configured.
 """
 
