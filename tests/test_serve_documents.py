@@ -1,0 +1,188 @@
+"""Documents added to `citerag serve` over HTTP, as the page and a script send them: a multipart form with a `file`
+field, stored in the data folder and ingested by the same code and limits as `citerag ingest`, listed, removed; a
+change from another site, or without an Origin, refused."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from conftest import SAMPLES
+
+BASE = "http://127.0.0.1:8765"
+ORIGIN = {"Origin": BASE}
+
+
+@pytest.fixture
+def served(tmp_path):
+    from starlette.testclient import TestClient
+
+    from citerag.cli.serve import build_app
+    from citerag.components import Components
+    from citerag.settings import Settings
+
+    comps = Components(Settings(data_dir=tmp_path / "data", embedder="hashing", index_path=tmp_path / "i.sqlite",
+                                serve_max_upload_bytes=200_000))
+    with TestClient(build_app(comps), base_url=BASE) as client:
+        yield client, comps, tmp_path / "data"
+
+
+def _listed(client) -> dict[str, dict]:
+    r = client.get("/api/documents")
+    assert r.status_code == 200
+    return {d["name"]: d for d in r.json()["documents"]}
+
+
+def test_a_pdf_posted_as_a_form_is_stored_ingested_listed_answered_and_removed(served):
+    client, _, data = served
+    pdf = (SAMPLES / "kumo-pure-300-manual-en.pdf").read_bytes()
+    r = client.post("/api/documents?wait=true", headers=ORIGIN,
+                    files={"file": ("kumo-pure-300-manual-en.pdf", pdf, "application/pdf")})
+    assert r.status_code == 200, r.text
+    job = r.json()
+    assert job["status"] == "added" and job["passages"] > 0 and job["state"] == "done"
+    stored = data / "documents" / "default" / "kumo-pure-300-manual-en.pdf"
+    assert stored.read_bytes() == pdf
+    listed = _listed(client)
+    assert listed["kumo-pure-300-manual-en.pdf"]["removable"] and listed["kumo-pure-300-manual-en.pdf"]["passages"]
+    assert job["uri"] == stored.resolve().as_uri()
+    answer = client.get("/api/ask", params={"q": "What does error E2 mean?"}).text
+    assert "kumo-pure-300-manual-en.pdf" in answer and "sensor" in answer
+    # The same file again is unchanged, not a second document.
+    again = client.post("/api/documents?wait=1", headers=ORIGIN,
+                        files={"file": ("kumo-pure-300-manual-en.pdf", pdf, "application/pdf")}).json()
+    assert again["status"] == "unchanged" and len(_listed(client)) == 1
+    r = client.request("DELETE", "/api/documents", params={"uri": job["uri"]}, headers=ORIGIN)
+    assert r.status_code == 200 and r.json()["passages"] == job["passages"]
+    assert _listed(client) == {} and not stored.exists()
+    assert "kumo-pure-300-manual-en.pdf" not in client.get("/api/ask", params={"q": "What does error E2 mean?"}).text
+    r = client.request("DELETE", "/api/documents", params={"uri": job["uri"]}, headers=ORIGIN)
+    assert r.status_code == 404
+
+
+def test_an_upload_over_the_cap_is_refused_with_413_and_nothing_stored(served):
+    client, _, data = served
+    big = b"A line of text about filters.\n" * 10_000  # 300,000 bytes; the cap is 200,000
+    r = client.post("/api/documents", headers=ORIGIN, files={"file": ("big.txt", big, "text/plain")})
+    assert r.status_code == 413
+    assert "the limit for a file added from this page is 200,000" in r.json()["error"]
+    assert "CITERAG_SERVE_MAX_UPLOAD_BYTES" in r.json()["error"]
+    # Under the whole body's cap, over the file's: refused by the file's own size.
+    middle = b"x" * 210_000
+    r = client.post("/api/documents", headers=ORIGIN, files={"file": ("middle.txt", middle, "text/plain")})
+    assert r.status_code == 413 and "210,000 bytes" in r.json()["error"]
+    folder = data / "documents" / "default"
+    assert not folder.exists() or list(folder.iterdir()) == []
+
+
+def test_a_body_longer_than_its_content_length_said_is_cut_at_the_cap(served):
+    # A client that sends no Content-Length (chunked) is counted as the body arrives.
+    client, _, _ = served
+
+    def chunks():
+        yield b"--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\n\r\n"
+        for _ in range(40):
+            yield b"y" * 10_000
+        yield b"\r\n--b--\r\n"
+
+    r = client.post("/api/documents", headers={**ORIGIN, "Content-Type": "multipart/form-data; boundary=b"},
+                    content=chunks())
+    assert r.status_code == 413
+
+
+def test_an_unsupported_type_is_refused_with_the_ingest_message(served):
+    from citerag.documents.loaders import kind_for
+    from citerag.errors import DocumentError
+
+    client, _, _ = served
+    r = client.post("/api/documents", headers=ORIGIN, files={"file": ("tool.exe", b"MZ\x90\x00", "application/x")})
+    assert r.status_code == 415
+    with pytest.raises(DocumentError) as said:
+        kind_for("tool.exe")
+    assert r.json()["error"] == str(said.value)
+    # A file whose contents ingest refuses is reported by its ingest, and not kept.
+    r = client.post("/api/documents?wait=true", headers=ORIGIN, files={"file": ("empty.md", b"   \n", "text/plain")})
+    assert r.status_code == 422 and r.json()["status"] == "failed" and r.json()["reason"] == "no text found in the file"
+    assert _listed(client) == {}
+
+
+def test_a_change_from_another_site_or_without_an_origin_is_refused(served):
+    client, _, _ = served
+    files = {"file": ("a.txt", b"The office opens at nine.\n", "text/plain")}
+    for headers in ({}, {"Origin": "null"}, {"Origin": "http://attacker.example"}, {"Origin": "http://127.0.0.1:9999"}):
+        r = client.post("/api/documents", headers=headers, files=files)
+        assert r.status_code == 403, headers
+        r = client.request("DELETE", "/api/documents", params={"uri": "file:///x.txt"}, headers=headers)
+        assert r.status_code == 403
+    assert client.get("/api/documents").status_code == 200  # reading needs no Origin
+    assert _listed(client) == {}
+
+
+def test_filenames_lose_their_folders_and_a_taken_name_is_kept_apart_and_said(served):
+    client, _, data = served
+    folder = data / "documents" / "default"
+    r = client.post("/api/documents?wait=1", headers=ORIGIN,
+                    files={"file": ("../../../etc/.notes.txt", b"The office opens at nine.\n", "text/plain")})
+    assert r.status_code == 200 and r.json()["name"] == "notes.txt"
+    assert (folder / "notes.txt").is_file() and not (data / "etc").exists()
+    r = client.post("/api/documents?wait=1", headers=ORIGIN,
+                    files={"file": ("C:\\Users\\b\\notes.txt", b"The shop closes at six.\n", "text/plain")})
+    job = r.json()
+    assert job["name"] == "notes (2).txt" and "a different file named notes.txt" in job["note"]
+    assert (folder / "notes.txt").read_text() == "The office opens at nine.\n"
+    assert set(_listed(client)) == {"notes.txt", "notes (2).txt"}
+    # Replacing is asked for by name.
+    r = client.post("/api/documents?wait=1", headers=ORIGIN, data={"replace": "true"},
+                    files={"file": ("notes.txt", b"The office opens at ten.\n", "text/plain")})
+    assert r.json()["status"] == "replaced" and "replaced the earlier file" in r.json()["note"]
+    assert (folder / "notes.txt").read_text() == "The office opens at ten.\n"
+
+
+@pytest.mark.parametrize("name, stored", [
+    ("report.pdf", "report.pdf"), ("/tmp/a/b/report.pdf", "report.pdf"), ("..\\..\\report.pdf", "report.pdf"),
+    (".bashrc.txt", "bashrc.txt"), ("a\x00b\nc.md", "a_b_c.md"), ("x" * 400 + ".pdf", "x" * 196 + ".pdf"),
+])
+def test_safe_names(name, stored):
+    from citerag.cli.serve_documents import safe_name
+
+    assert safe_name(name) == stored
+
+
+@pytest.mark.parametrize("name", ["", "..", "/", "C:\\", " . "])
+def test_a_name_with_nothing_left_is_refused(name):
+    from citerag.cli.serve_documents import UploadRefused, safe_name
+
+    with pytest.raises(UploadRefused):
+        safe_name(name)
+
+
+def test_questions_are_answered_while_a_document_is_ingested(served, monkeypatch):
+    # The ingest runs in a thread of its own: held at its first passages, a question is still answered.
+    client, comps, _ = served
+    client.post("/api/documents?wait=1", headers=ORIGIN,
+                files={"file": ("faq.md", (SAMPLES / "faq-en.md").read_bytes(), "text/markdown")})
+    started, release = threading.Event(), threading.Event()
+    embed = comps.embedder.embed_passages
+
+    def held(texts, *args, **kwargs):
+        started.set()
+        assert release.wait(120)
+        return embed(texts, *args, **kwargs)
+
+    monkeypatch.setattr(comps.embedder, "embed_passages", held)
+    pdf = (SAMPLES / "kumo-pure-300-manual-en.pdf").read_bytes()
+    r = client.post("/api/documents", headers=ORIGIN, files={"file": ("manual.pdf", pdf, "application/pdf")})
+    assert r.status_code == 202
+    assert started.wait(120)
+    jobs = client.get("/api/documents").json()["jobs"]
+    assert jobs[-1]["state"] == "running" and jobs[-1]["name"] == "manual.pdf"
+    answer = client.get("/api/ask", params={"q": "Can I wash the HEPA filter?"})
+    assert answer.status_code == 200 and "faq.md" in answer.text
+    release.set()
+    for _ in range(600):
+        if client.get("/api/documents").json()["jobs"][-1]["state"] == "done":
+            break
+        threading.Event().wait(0.1)
+    assert client.get("/api/documents").json()["jobs"][-1]["status"] == "added"
+    assert "manual.pdf" in _listed(client)
