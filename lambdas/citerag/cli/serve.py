@@ -18,6 +18,7 @@ import typer
 
 from citerag.answerer.extractive import NOT_FOUND_OPENINGS
 from citerag.citations.answer import related_wire
+from citerag.citations.excerpts import spanning
 from citerag.citations.search_tool import may_see
 from citerag.citations.verified import FALLBACK
 from citerag.cli.common import IndexOpt, NamespaceOpt, app, components, err, errors, open_index, port_free
@@ -62,7 +63,8 @@ function place(s) {  // a heading path already starts with the title it would re
 function link(s) {
   const a = document.createElement('a');
   a.href = '/source?n=' + s.n + '&uri=' + encodeURIComponent(s.uri) + '&page=' + (s.page || '') +
-           '&section=' + encodeURIComponent(s.section || '') + '&quote=' + encodeURIComponent(s.excerpt || '');
+           '&section=' + encodeURIComponent(s.section || '') + '&quote=' + encodeURIComponent(s.excerpt || '') +
+           (s.at ? '&at=' + s.at : '');
   a.target = '_blank';
   return a;
 }
@@ -470,9 +472,17 @@ def build_app(comps, host: str = "127.0.0.1", own=None):
             for s in answer.sources:
                 numbers.setdefault(s.source_id, len(numbers) + 1)
 
+            listed = {s.source_id: s.section for s in answer.sources}
+
             def src(s):
-                return {"n": numbers[s.source_id], "uri": s.uri, "page": s.page, "section": s.section,
-                        "title": s.title, "excerpt": s.excerpt}
+                # A text file's citation opens with every line its source is cited for marked (the answer's list
+                # says "lines 98-102"; a citation of one of its sentences marked only that sentence's 98-99), at
+                # the lines of this sentence.
+                section, at = s.section, line_bounds(s.section)
+                if at and line_bounds(listed.get(s.source_id)):
+                    section = spanning(listed[s.source_id], s.section)
+                return {"n": numbers[s.source_id], "uri": s.uri, "page": s.page, "section": section,
+                        "title": s.title, "excerpt": s.excerpt, "at": at[0] if at else None}
 
             cursor = 0
             for c in answer.citations:  # one line per cited span, as the client renders them
@@ -508,7 +518,9 @@ def build_app(comps, host: str = "127.0.0.1", own=None):
         target = f"/file?uri={quote(uri, safe='')}"
         lines = line_bounds(section) if first_line(section, uri) is not None else None
         if lines:
-            target = f"/lines?uri={quote(uri, safe='')}&from={lines[0]}&to={lines[1]}#L{lines[0]}"
+            at = _number(request.query_params.get("at", ""))
+            at = at if lines[0] <= at <= lines[1] else lines[0]  # the cited sentence's first line
+            target = f"/lines?uri={quote(uri, safe='')}&from={lines[0]}&to={lines[1]}#L{at}"
         place = location(page_n, section)
         where = f", {place}" if place else ""
         # An empty bar said nothing: a place to look (a refusal's) has no quote.
