@@ -238,3 +238,54 @@ def test_a_text_files_citation_marks_every_line_its_source_is_cited_for(tmp_path
     assert shown.count("class='cited'") == 5 and "<span id='L102' class='cited'>" in shown
     outside = client.get("/source", params={"uri": uri, "section": "lines 98-102", "at": "7"}).text
     assert "#L98'" in outside and "id='quote'" not in outside  # no quote: no empty bar
+
+
+def test_a_cited_web_page_is_shown_with_its_cited_sentences_marked(tmp_path):
+    import json
+
+    from starlette.testclient import TestClient
+
+    from citerag.cli.serve import build_app
+    from citerag.components import Components
+    from citerag.settings import Settings
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "router.html").write_text(
+        "<html><head><title>Router</title><script>var s = 'hold the button for ten seconds';</script></head><body>"
+        "<h1>Router</h1><p>To reset the router, hold the <b>reset</b>\n   button for ten seconds.</p>"
+        "<p>The lights blink while it restarts &amp; reconnects.</p></body></html>", encoding="utf-8")
+    comps = Components(Settings(data_dir=tmp_path / "data", embedder="hashing", index_path=tmp_path / "i.sqlite"))
+    comps.ingestor().ingest_paths([docs])
+    client = TestClient(build_app(comps), base_url=BASE)
+    said = client.get("/api/ask", params={"q": "How do I reset the router?"}).text
+    events = [json.loads(x) for x in said.splitlines()]
+    listed = next(e for e in events if "sources_list" in e)["sources_list"][0]
+    assert "hold the reset button for ten seconds" in listed["excerpt"]
+    page = client.get("/source", params={"uri": listed["uri"], "section": listed["section"] or "",
+                                         "quote": listed["excerpt"]}).text
+    src = page.split("src='")[1].split("'")[0].replace("&amp;", "&")
+    assert src.startswith("/marked?") and src.endswith("#citerag-cited") and "sandbox=''" in page
+    r = client.get(src.split("#")[0])
+    assert "sandbox" in r.headers["content-security-policy"] and r.headers["x-content-type-options"] == "nosniff"
+    assert ('<mark class="citerag-cited" id="citerag-cited">To reset the router, hold the</mark> <b>'
+            '<mark class="citerag-cited">reset</mark></b>\n   <mark class="citerag-cited">button for ten seconds.'
+            '</mark>') in r.text
+    assert "var s = 'hold the button for ten seconds';" in r.text  # a script's text is never marked
+
+
+@pytest.mark.parametrize("page, quote, marked", [
+    ("<p>Caf&eacute; opens at nine.</p>", "Café opens at nine.",
+     '<p><mark class="citerag-cited" id="citerag-cited">Caf&eacute; opens at nine.</mark></p>'),
+    ("<p>First one. Second one here.</p><p>Third sentence stays.</p>", "First one. … Third sentence stays.",
+     '<p><mark class="citerag-cited" id="citerag-cited">First one.</mark> Second one here.</p>'
+     '<p><mark class="citerag-cited">Third sentence stays.</mark></p>'),
+    ("<p>Nothing cited here.</p>", "Something else entirely.", "<p>Nothing cited here.</p>"),
+    ("<p>An <!-- note --> aside.</p>", "An aside.",
+     '<p><mark class="citerag-cited" id="citerag-cited">An</mark> <!-- note --> <mark class="citerag-cited">'
+     'aside.</mark></p>'),
+])
+def test_mark_html(page, quote, marked):
+    from citerag.cli.serve_marks import mark_html
+
+    assert mark_html(page, quote)[0] == marked

@@ -22,6 +22,7 @@ from citerag.citations.excerpts import spanning
 from citerag.citations.search_tool import may_see
 from citerag.citations.verified import FALLBACK
 from citerag.cli.common import IndexOpt, NamespaceOpt, app, components, err, errors, open_index, port_free
+from citerag.cli.serve_marks import MARK_ID, mark_html
 from citerag.documents.chunking import first_line, line_bounds
 from citerag.documents.encodings import decode_text
 from citerag.documents.text import resolve_overstrike
@@ -521,6 +522,8 @@ def build_app(comps, host: str = "127.0.0.1", own=None):
             at = _number(request.query_params.get("at", ""))
             at = at if lines[0] <= at <= lines[1] else lines[0]  # the cited sentence's first line
             target = f"/lines?uri={quote(uri, safe='')}&from={lines[0]}&to={lines[1]}#L{at}"
+        elif path.suffix.lower() in MARKED_SUFFIXES and quote_text.strip():  # a web page, its cited words marked
+            target = f"/marked?uri={quote(uri, safe='')}&quote={quote(quote_text, safe='')}#{MARK_ID}"
         place = location(page_n, section)
         where = f", {place}" if place else ""
         # An empty bar said nothing: a place to look (a refusal's) has no quote.
@@ -537,6 +540,27 @@ def build_app(comps, host: str = "127.0.0.1", own=None):
                 f"</style></head><body>{heading}"
                 f"<iframe id='doc' sandbox='' src='{html.escape(target)}'></iframe></body></html>")
         return HTMLResponse(body)
+
+    async def marked(request):
+        """An indexed web page with the quote's words in <mark> elements (serve_marks), shown as /file shows it:
+        in a sandbox, no script run."""
+        got, refused = opened(request.query_params.get("uri", ""))
+        if refused is not None:
+            return refused
+        try:
+            if got.size > LINES_MAX_BYTES:
+                return PlainTextResponse(f"the file is over {LINES_MAX_BYTES:,} bytes, too large to show marked; "
+                                         "open the file itself", status_code=413)
+            data = got.read()
+        finally:
+            got.close()
+        try:  # read as the loader reads it, so the words found are the words cited
+            text = decode_text(data, html=True)
+        except CiteragError:
+            text = data.decode("utf-8", errors="replace")
+        page, _ = mark_html(text, request.query_params.get("quote", "")[:2000])
+        return HTMLResponse(page, headers={"X-Content-Type-Options": "nosniff", "Content-Security-Policy":
+                                           "sandbox; script-src 'none'; object-src 'none'"})
 
     async def static(request):
         """The PDF page's script and style, and PDF.js (pdfjs-dist's built files and character maps, shipped in the
@@ -586,13 +610,14 @@ def build_app(comps, host: str = "127.0.0.1", own=None):
         return HTMLResponse(numbered_lines(data, first, last))
 
     routes = [Route("/", index), Route("/api/ask", api_ask), Route("/source", source), Route("/file", file),
-              Route("/lines", numbered), Route("/static/{path:path}", static),
+              Route("/lines", numbered), Route("/marked", marked), Route("/static/{path:path}", static),
               Route("/api/documents", documents_route, methods=["GET", "POST", "DELETE"])]
     web = Starlette(routes=routes)
     web.state.uploads = uploads
     return _only_for(web, host)
 
 
+MARKED_SUFFIXES = (".html", ".htm")  # shown with the cited words marked (serve_marks)
 STATIC_DIR = Path(__file__).parent / "static"
 STATIC_TYPES = {".mjs": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8",
                 ".bcmap": "application/octet-stream"}
