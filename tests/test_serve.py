@@ -97,6 +97,19 @@ def test_a_citation_opens_the_pdf_at_the_cited_page_with_the_cited_words_highlig
         assert resp.headers["content-type"] == "application/pdf" and resp.read(5) == b"%PDF-"
 
 
+def test_a_japanese_quote_of_two_sentences_is_highlighted_where_each_is(server, browser, tmp_path):
+    uri = (SAMPLES / "kumo-pure-300-manual-ja.pdf").resolve().as_uri()
+    quote_text = ("エラー E2 は空気センサーの汚れを示します。 … 仕様：定格消費電力45W、適用床面積35平方メートル、"
+                  "質量6.2kg、外形寸法27×27×60cm。")  # the second sentence runs over two lines of the page
+    page = browser.open(f"{server}/source?uri={quote(uri, safe='')}&page=5&quote={quote(quote_text)}")
+    page.wait_for("document.body && document.body.dataset.highlighted !== undefined")
+    assert int(page.eval("document.body.dataset.highlighted")) >= 3
+    _assert_highlighted(page, "エラー E2 は空気センサーの汚れを示します。", "側面のセンサー窓")
+    _assert_highlighted(page, "27×27×60cm。", "保証")
+    assert page.eval("document.getElementById('where').getBoundingClientRect().top") >= 0  # the page kept its top
+    page.screenshot(SHOTS / "highlighted-ja.png")
+
+
 # The rectangles of the highlight boxes, of the text layer's characters of a phrase (a DOM range over PDF.js's
 # spans), of the spans holding it, and of the viewer's visible area.
 _GEOMETRY = """(() => {
@@ -115,6 +128,7 @@ _GEOMETRY = """(() => {
   };
   return JSON.stringify({boxes: [...document.querySelectorAll('#highlights .cited')].map(
     (b) => rect(b.getBoundingClientRect())), cited: phrase(%s), other: phrase(%s),
+    spans: [...document.querySelectorAll('#textlayer span')].map((s) => rect(s.getBoundingClientRect())),
     view: rect(document.getElementById('viewer').getBoundingClientRect())});
 })()"""
 
@@ -132,8 +146,13 @@ def _assert_highlighted(page, cited: str, other: str, slack: float = 1.5) -> Non
         return (a[0] >= b[0] - slack and a[1] >= b[1] - slack and a[2] <= b[2] + slack
                 and a[3] <= b[3] + slack)
 
+    def meet(a, b):
+        return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
     assert all(any(inside(w, b) for b in boxes) for w in words), g  # every cited character is under a box
-    assert all(any(inside(b, s) for s in spans) for b in boxes), g  # and every box over the cited words' spans
+    here = [b for b in boxes if any(meet(b, w) for w in words)]
+    assert here and all(any(inside(b, s) for s in spans) for b in here), g  # lying over the cited words' spans
+    assert all(any(inside(b, s) for s in g["spans"]) for b in boxes), g  # and no box off the page's text
     for o in g["other"]["words"]:  # the words after them are not highlighted
         assert all(b[2] <= o[0] + slack or o[1] >= b[3] - slack or o[3] <= b[1] + slack for b in boxes), g
     assert any(inside(b, g["view"]) for b in boxes), g  # scrolled into view

@@ -87,7 +87,10 @@ function highlight(layer, marks) {
       }
     }
   }
-  if (first) first.scrollIntoView({block: 'center'});
+  if (first) {  // the viewer scrolls, not the page around it (the quote bar stays in view)
+    const top = first.getBoundingClientRect().top - viewer.getBoundingClientRect().top;
+    viewer.scrollTop += top - viewer.clientHeight / 3;
+  }
   return marks.children.length;
 }
 
