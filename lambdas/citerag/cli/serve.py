@@ -9,7 +9,9 @@ import html
 import ipaddress
 import json
 import mimetypes
+import queue
 import re
+import threading
 from pathlib import Path
 from typing import Annotated
 from urllib.parse import quote, urlsplit
@@ -18,6 +20,7 @@ import typer
 
 from citerag.answerer.extractive import NOT_FOUND_OPENINGS
 from citerag.citations.answer import related_wire
+from citerag.citations.drafts import drafts_to
 from citerag.citations.excerpts import spanning
 from citerag.citations.search_tool import may_see
 from citerag.citations.verified import FALLBACK
@@ -46,7 +49,7 @@ a.cite{color:#2559b5;text-decoration:none;font-weight:600;margin-left:.15rem}
 #drop.over{background:#eef3ff;border-color:#2559b5}#drop label{color:#2559b5;cursor:pointer;text-decoration:underline}
 #docs ul{list-style:none;padding:0}#docs li{margin:.3rem 0;display:flex;gap:.6rem;align-items:baseline}
 #docs li span{flex:1}#docs button{font-size:.8rem}#jobs li{color:#555;font-size:.9rem}#jobs li.refused{color:#a40000}
-#docs-note{color:#888;font-size:.85rem}
+#docs-note{color:#888;font-size:.85rem}.draft{color:#555}
 </style></head><body><h1>citerag</h1>
 <form id="ask"><input id="q" name="q" placeholder="Ask a question about your documents" autofocus>
 <button>Ask</button></form><p id="status"></p><div id="answer"></div><h3 id="sources-title" hidden>Sources</h3>
@@ -70,7 +73,7 @@ function link(s) {
   return a;
 }
 async function ask(q) {
-  $('answer').textContent = ''; $('sources').textContent = ''; $('sources-title').hidden = true;
+  draft = null; $('answer').textContent = ''; $('sources').textContent = ''; $('sources-title').hidden = true;
   $('related').textContent = ''; $('related-title').hidden = true;
   $('status').textContent = 'Searching…';
   let resp;
@@ -90,7 +93,15 @@ async function ask(q) {
     while ((i = buf.indexOf('\\n')) >= 0) { show(JSON.parse(buf.slice(0, i))); buf = buf.slice(i + 1); }
   }
 }
+let draft = null;  // the model's words as it writes them, replaced by the checked answer
 function show(ev) {
+  if (ev.draft_reset) { if (draft) draft.remove(); draft = null; return; }
+  if (ev.draft !== undefined) {
+    if (!draft) { draft = document.createElement('span'); draft.className = 'draft'; $('answer').append(draft);
+      $('status').textContent = 'Writing… (citations follow when the answer is checked)'; }
+    draft.textContent += ev.draft; return;
+  }
+  if (draft) { draft.remove(); draft = null; }
   if (ev.error) { $('status').textContent = 'Error: ' + ev.error; return; }
   if (ev.text !== undefined) {
     $('status').textContent = '';
@@ -464,11 +475,32 @@ def build_app(comps, host: str = "127.0.0.1", own=None):
         ask = lib["reader"].ask
 
         def lines():
-            try:
-                answer = ask(question)
-            except CiteragError as exc:
-                yield json.dumps({"error": str(exc)}) + "\n"
-                return
+            # The answer is asked on a thread of its own, which hears the model's draft as it is written (a model
+            # on an OpenAI-compatible server streams it): each piece is sent on at once, then the checked answer
+            # with its citations, which replaces the draft.
+            heard: queue.SimpleQueue = queue.SimpleQueue()
+
+            def asking() -> None:
+                try:
+                    with drafts_to(lambda piece: heard.put(("draft", piece))):
+                        heard.put(("answer", ask(question)))
+                except CiteragError as exc:
+                    heard.put(("error", str(exc)))
+                except Exception as exc:  # a bug: said on the page, never a traceback
+                    heard.put(("error", f"the answer failed ({type(exc).__name__})"))
+
+            threading.Thread(target=asking, name="citerag-serve-ask", daemon=True).start()
+            while True:
+                kind, value = heard.get()
+                if kind == "draft":
+                    yield json.dumps({"draft": value} if value is not None else {"draft_reset": True},
+                                     ensure_ascii=False) + "\n"
+                elif kind == "error":
+                    yield json.dumps({"error": value}) + "\n"
+                    return
+                else:
+                    answer = value
+                    break
             numbers: dict[str, int] = {}
             for s in answer.sources:
                 numbers.setdefault(s.source_id, len(numbers) + 1)
