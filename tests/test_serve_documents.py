@@ -289,3 +289,33 @@ def test_mark_html(page, quote, marked):
     from citerag.cli.serve_marks import mark_html
 
     assert mark_html(page, quote)[0] == marked
+
+
+def test_the_pdf_pages_files_are_served_and_nothing_else_of_the_package(served):
+    client, _, _ = served
+    r = client.get("/static/pdfjs/pdf.min.mjs")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/javascript")
+    assert client.get("/static/pdfjs/cmaps/UniJIS-UCS2-H.bcmap").status_code == 200
+    for path in ("/static/../serve.py", "/static/%2e%2e/serve.py", "/static/pdfjs/LICENSE", "/static/nothing.mjs",
+                 "/static/..%2f..%2fsettings.py"):
+        assert client.get(path).status_code == 404, path
+    jobs = client.get("/api/documents", params={"only": "jobs"}).json()
+    assert jobs == {"jobs": [], "max_upload_bytes": 200_000}
+
+
+def test_a_file_system_without_hard_links_still_stores_and_never_overwrites(served, monkeypatch):
+    import errno
+    import os
+
+    def no_links(*_):
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    client, _, data = served
+    monkeypatch.setattr(os, "link", no_links)
+    for body in (b"The office opens at nine.\n", b"The shop closes at six.\n"):
+        r = client.post("/api/documents?wait=1", headers=ORIGIN, files={"file": ("hours.txt", body, "text/plain")})
+        assert r.status_code == 200, r.text
+    folder = data / "documents" / "default"
+    assert (folder / "hours.txt").read_text() == "The office opens at nine.\n"
+    assert (folder / "hours (2).txt").read_text() == "The shop closes at six.\n"
+    assert sorted(p.name for p in folder.iterdir()) == ["hours (2).txt", "hours.txt"]  # no temporary file left

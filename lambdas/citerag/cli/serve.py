@@ -168,8 +168,21 @@ async function refreshDocs() {
   }
   $('docs-note').textContent = d.samples ? 'The bundled sample documents: the ones you add replace them here.'
     : d.more ? 'and ' + d.more.toLocaleString() + ' more' : d.documents.length ? '' : 'No documents yet.';
-  const busy = d.jobs.some((j) => j.state !== 'done');
-  if (busy && !polling) { polling = true; setTimeout(() => { polling = false; refreshDocs(); }, 500); }
+  watchJobs(d.jobs);
+}
+function watchJobs(jobs) {  // while an ingest runs, its progress is polled; the list is read again when one ends
+  const done = jobs.filter((j) => j.state === 'done').length;
+  if (!jobs.some((j) => j.state !== 'done') || polling) return;
+  polling = true;
+  setTimeout(async () => {
+    polling = false;
+    let d;
+    try { d = await (await fetch('/api/documents?only=jobs')).json(); } catch (e) { return; }
+    if (d.jobs.filter((j) => j.state === 'done').length !== done) { refreshDocs(); return; }
+    for (const li of [...$('jobs').children]) if (li.dataset.state !== 'refused') li.remove();
+    for (const j of d.jobs.slice().reverse()) $('jobs').append(jobLine(j));
+    watchJobs(d.jobs);
+  }, 500);
 }
 async function upload(file) {
   if (maxUpload && file.size > maxUpload) {  // the server says the same; a browser may not read its answer
@@ -386,6 +399,8 @@ def build_app(comps, host: str = "127.0.0.1", own=None):
         return JSONResponse({"error": message}, status_code=status)
 
     async def documents(request):
+        if request.query_params.get("only") == "jobs":  # what the page polls while an ingest runs: cheap
+            return JSONResponse({"jobs": uploads.jobs(), "max_upload_bytes": uploads.max_upload_bytes})
         reader = lib["reader"]
         listed, more = await run_in_threadpool(reader.documents, DOCUMENTS_LISTED)
         mine = reader.comps is writes

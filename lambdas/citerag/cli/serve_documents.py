@@ -139,7 +139,7 @@ class Uploads:
                 if n > 1000:
                     raise UploadRefused(f"too many files named {name} are stored already", 409)
                 try:
-                    os.link(tmp, candidate)  # never replaces a file: fails when the name is taken
+                    _place(tmp, candidate)  # never replaces a file: fails when the name is taken
                     note = "" if n == 1 else (f"a different file named {name} was added before; this one is stored "
                                               f"as {candidate.name}")
                     return candidate, note, True
@@ -220,6 +220,26 @@ class Uploads:
             if path is not None:
                 path.unlink(missing_ok=True)
         return n
+
+
+def _place(tmp: str, target: Path) -> None:
+    """The temporary file under its name, FileExistsError when the name is taken: a hard link, or a copy into a file
+    created exclusively where the file system has no hard links."""
+    try:
+        os.link(tmp, target)
+        return
+    except FileExistsError:
+        raise
+    except OSError:
+        pass
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        with os.fdopen(fd, "wb") as out, open(tmp, "rb") as src:
+            while chunk := src.read(1024 * 1024):
+                out.write(chunk)
+    except BaseException:
+        target.unlink(missing_ok=True)
+        raise
 
 
 def _temporary(folder: Path) -> tuple[int, str]:
