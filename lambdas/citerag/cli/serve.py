@@ -282,7 +282,7 @@ def _only_for(app, bound: str):
                                         status_code=421)(scope, receive, send)
                 return
             origin = headers.get("origin")
-            if scope["method"] not in SAFE_METHODS and (not origin or origin == "null"):
+            if scope.get("method", "GET") not in SAFE_METHODS and (not origin or origin == "null"):
                 # A browser sends Origin with every POST and DELETE; without it the change cannot be told from a
                 # form another site submitted, so it is refused (a script sends the header itself).
                 await PlainTextResponse("a change must come from this server's own page: send the header "
