@@ -7,12 +7,12 @@ import pytest
 
 from citerag.answerer.extractive import ANSWER_MIN_SCORE, _repeats, pick_sentences
 from citerag.answerer.question_kinds import (
-    WANTS_OPTION,
     expansion_evidence,
     kind_evidence,
     number_evidence,
     reason_evidence,
     sibling_evidence,
+    wants_option,
 )
 from citerag.answerer.ranking import does_what_asked, rank_sentences
 from citerag.answerer.terms import compound_terms
@@ -1258,7 +1258,7 @@ def test_flag_as_a_verb_asks_for_no_option(question, lang, row):
     # Read as "which flag…", only a row naming a command-line option could answer, and none did: refused.
     page = Passage(source_id="S1", title="Menu commands", lang=lang, text=row)
     assert [p.sentence for p in pick_sentences(question, [page], min_score=0.3)] == [row]
-    assert WANTS_OPTION.search("Which grep flag ignores case?") and WANTS_OPTION.search("どのフラグを使いますか？")
+    assert wants_option(analyze("Which grep flag ignores case?")) and wants_option(analyze("どのフラグを使いますか？"))
 
 
 def test_how_do_i_find_a_thing_is_answered_by_the_sentence_that_says_so_and_leads_into_a_screenshot():
@@ -1368,8 +1368,8 @@ def test_review_cases_of_the_abbreviation_option_and_command_rules():
     assert spelt is not None and spelt("DFSG stands for Debian Free Software Guidelines.")
     wide = expansion_evidence(analyze("ＤＦＳＧとは何ですか？"))
     assert wide is not None and wide("The Debian Free Software Guidelines (DFSG) apply.")
-    assert not WANTS_OPTION.search("Which key switches to the next view?")
-    assert WANTS_OPTION.search("どのフラグを付けますか？")
+    assert not wants_option(analyze("Which key switches to the next view?"))
+    assert wants_option(analyze("どのフラグを付けますか？"))
     assert not _answered("ファイルを変換するコマンドは？", "このコマンドは iPhone では使えません。", "ja")
     # "find the version of…" asks to know, as "find out" does; "find a package" is an action.
     assert does_what_asked(analyze("How do I find the version of a package?")) is None

@@ -80,7 +80,7 @@ def test_every_runtime_answer_carries_its_decision(tmp_path, gate):
     from citerag.cli.common import ensure_samples
 
     ensure_samples(comps, quiet=True)
-    for agent in ("local", "none"):
+    for agent in ("local", "none", "agentcore-local"):
         answerer = open_answerer(comps, agent)
         answer = answerer.ask("What does error E2 mean?")
         assert answer.answered and answer.decision and answer.decision.answered, agent

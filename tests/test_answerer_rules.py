@@ -9,11 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from citerag.answerer import rules
-from citerag.answerer.offline_claude import ExtractiveClaudeModel
+from citerag.adapters.offline_claude import ExtractiveClaudeModel
+from citerag.answerer import question_kinds, rules
+from citerag.answerer.ranking import EVIDENCE
+from citerag.search.query import analyze
 
 ROOT = Path(__file__).resolve().parents[1]
-RULE_FILES = sorted(p.stem for p in (ROOT / "lambdas" / "citerag" / "answerer" / "rules").glob("*.json"))
+RULE_FILES = rules.files()
 ENTRIES = [(name, rule) for name in RULE_FILES for rule in rules.load(name)]
 
 
@@ -43,3 +45,37 @@ def test_requests_to_hurt_people_or_make_weapons_are_refused_before_search():
     harmful = _set("harmful.jsonl")
     assert len(harmful) >= 15 and {h["lang"] for h in harmful} == {"en", "ja"}
     assert [h["text"] for h in harmful if _category(h["text"]) != "A"] == []
+
+
+KIND_CASES = [(kind["id"], case) for kind in question_kinds.kinds() for case in kind["cases"]]
+
+
+def test_every_kind_has_cases_both_ways_where_it_weighs_sentences():
+    assert {k["id"] for k in question_kinds.kinds()} == set(EVIDENCE)
+    for kind in question_kinds.kinds():
+        held = {case["holds"] for case in kind["cases"]}
+        assert held == ({True, False} if kind["evidence"] else {True}), kind["id"]
+        named = {e.id for f in rules.files() for e in rules.load(f)}
+        assert set(kind["asks"] + kind["evidence"]) <= named, kind["id"]
+
+
+@pytest.mark.parametrize(("kind", "case"), KIND_CASES, ids=[f"{k}:{c['question'][:30]}" for k, c in KIND_CASES])
+def test_each_kind_reads_its_cases(kind, case):
+    holds = EVIDENCE[kind](analyze(case["question"]))
+    assert holds is not None, "the question is of the kind"
+    assert holds(case["sentence"]) is case["holds"]
+
+
+@pytest.mark.parametrize("kind", [k["id"] for k in question_kinds.kinds()])
+def test_a_kind_switched_off_no_longer_reads_its_cases(kind):
+    """Off, a kind asks nothing of a sentence, or (a kind of number: a year, a count) falls back to any number."""
+    cases = [c for k, c in KIND_CASES if k == kind]
+    with question_kinds.switched_off(kind):
+        off = [EVIDENCE[kind](analyze(c["question"])) for c in cases]
+        assert all(h is None for h in off) or any(h is None or h(c["sentence"]) is not c["holds"]
+                                                  for h, c in zip(off, cases, strict=True))
+
+
+def test_switching_off_an_unknown_kind_is_refused_by_name():
+    with pytest.raises(ValueError, match="no question kind nonsense"), question_kinds.switched_off("nonsense"):
+        pass

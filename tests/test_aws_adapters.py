@@ -243,7 +243,7 @@ def test_a_profile_in_the_shared_credentials_file_selects_bedrock(tmp_path, monk
 
 def test_no_credentials_anywhere_keeps_the_offline_model(tmp_path):
     from citerag.adapters import aws
-    from citerag.answerer.offline_claude import ExtractiveClaudeModel
+    from citerag.adapters.offline_claude import ExtractiveClaudeModel
 
     assert not aws.has_credentials()
     assert isinstance(_chat_model(tmp_path), ExtractiveClaudeModel)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from citerag.answerer.extractive import NOT_FOUND, not_found
+from citerag.citations.not_found import NOT_FOUND, not_found
 from citerag.cli import app
 from citerag.components import Components
 from citerag.search.passage import Passage

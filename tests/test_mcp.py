@@ -107,6 +107,7 @@ def check_session(init, tools, search, ask, misspelt, too_many, resources, cited
     assert not search.is_error and any(r["page"] == 5 and r["uri"].endswith("manual-en.pdf") for r in results)
     answer = json.loads(ask.content[0].text)
     assert not ask.is_error and answer["answered"] and "交換" in answer["text"] and answer["related"] == []
+    assert answer["decision"]["answered"] and answer["decision"]["reason"] is None
     c = answer["citations"][0]
     assert answer["text"][c["span"]["start"]:c["span"]["end"]] == c["text"] and c["sources"][0]["uri"]
 
@@ -126,6 +127,16 @@ def test_ask_names_the_section_of_a_markdown_source_and_a_client_reads_it_back(s
     faq = next(s for s in sources if s["uri"].endswith("faq-en.md"))
     assert faq["page"] is None and faq["section"] == "Kumo Pure 300 FAQ > Filters > Can I wash the HEPA filter?"
     assert {s.section for s in from_wire(answer).sources if s.uri.endswith("faq-en.md")} == {faq["section"]}
+
+
+def test_ask_says_the_answerers_decision_and_a_refusal_names_its_reason(comps, server):
+    answer = json.loads(call(server, "ask", {"question": "What does error E2 mean?"}).content[0].text)
+    assert answer["answered"] and comps.answering.newest.answered  # the decision its turn made, not a bare one
+    assert answer["decision"]["answered"] and answer["decision"]["reason"] is None
+    answer = json.loads(call(server, "ask", {"question": "How do I configure a Kubernetes ingress controller?"})
+                        .content[0].text)
+    assert not answer["answered"] and answer["citations"] == []
+    assert answer["decision"]["reason"] in ("no_relevant_passage", "not_answerable") and answer["decision"]["detail"]
 
 
 def test_ask_not_answered_names_where_search_found_passages(comps):

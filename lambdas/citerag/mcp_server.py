@@ -21,6 +21,7 @@ shows (isError), never a traceback (mcp 2.x MCPServer turns other exceptions int
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 import json
 import threading
@@ -33,10 +34,12 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from mcp.types import Resource, ToolAnnotations
 
+from citerag.answerers import OFFLINE, explained
+from citerag.citations.answer_wire import to_wire
 from citerag.citations.search_tool import RETRY_ATTRIBUTE, TURN_ATTRIBUTE, access_filter, may_see
 from citerag.citations.tool import FUNCTION_DESCRIPTION, FUNCTION_NAME, INSTRUCTION, input_schema
 from citerag.errors import CiteragError
-from citerag.runtimes.agentcore.events import MAX_PROMPT_CHARS, TurnRequest, new_session_id
+from citerag.runtimes.agentcore.events import MAX_PROMPT_CHARS, TurnRequest, answer_from_events, new_session_id
 from citerag.search.filters import unknown_keys, validate
 
 RETRY_WINDOW_S = 120.0
@@ -264,6 +267,9 @@ def build_server(components, *, access: dict[str, str] | None = None) -> MCPServ
     _list_schema(server, FUNCTION_NAME, schemas[FUNCTION_NAME])
 
     agent = None
+    # One turn at a time: the offline answerer's decision is read from the slot its turn left, and the bundled model
+    # runs on the CPU anyway.
+    turn = asyncio.Lock()
 
     async def ask(question: Any = None) -> dict[str, Any]:
         nonlocal agent
@@ -275,13 +281,19 @@ def build_server(components, *, access: dict[str, str] | None = None) -> MCPServ
         if len(text) > MAX_PROMPT_CHARS:
             raise ToolError(f"question is longer than {MAX_PROMPT_CHARS:,} characters")
         agent = agent or components.agentcore_agent()
-        final: dict[str, Any] = {}
-        async for event in agent.stream(TurnRequest(question=text, session_id=new_session_id(), access=session)):
-            if event.get("type") in ("answer", "error"):
-                final = event
+        async with turn:
+            components.answering.newest = None
+            events = [e async for e in agent.stream(TurnRequest(question=text, session_id=new_session_id(),
+                                                                access=session))]
+            decision = components.answering.newest
+        final = next((e for e in reversed(events) if e.get("type") in ("answer", "error")), {})
         if final.get("type") != "answer":
             raise ToolError(str(final.get("message") or "the agent could not answer"))
-        return {k: final[k] for k in ("text", "answered", "citations", "related")}
+        model = OFFLINE if type(components.agent_model).__name__ == "OfflineAgentModel" else ""
+        answer = explained(answer_from_events(events), decision, events, model)
+        said = answer.decision.model_dump(mode="json", include={"answered", "reason", "detail", "probability",
+                                                                "threshold"}) if answer.decision else None
+        return to_wire(answer) | {"decision": said}
 
     server.add_tool(ask, name="ask", description=ASK_DESCRIPTION, structured_output=False,
                     title=ASK_ANNOTATIONS.title, annotations=ASK_ANNOTATIONS)

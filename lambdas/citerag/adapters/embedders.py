@@ -246,3 +246,26 @@ class CachedEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         return self.inner.embed_query(text)
+
+
+class EmbeddingSimilarity:
+    """The search embedder as a sentence scorer: E5-style models embed the question as a query and the sentences as
+    passages, exactly as search does, so cosines are on the scale search calibrated. `vectors` lets the ranking
+    embed statements only and build each pair's vector from its two."""
+
+    def __init__(self, embedder) -> None:
+        self.embedder = embedder
+
+    def vectors(self, question: str, sentences: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        qv = np.asarray(self.embedder.embed_query(question), dtype=np.float32)
+        if not sentences:
+            return qv, np.zeros((0, len(qv)), dtype=np.float32)
+        return qv, np.asarray(self.embedder.embed_passages(sentences), dtype=np.float32)
+
+    def __call__(self, question: str, sentences: list[str]) -> list[float]:
+        qv, matrix = self.vectors(question, sentences)
+        return [float(x) for x in matrix @ qv]
+
+
+def embedding_similarity(embedder) -> EmbeddingSimilarity:
+    return EmbeddingSimilarity(embedder)

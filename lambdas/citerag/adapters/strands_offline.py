@@ -21,9 +21,10 @@ from typing import Any
 
 from strands.models.model import Model
 
-from citerag.answerer.extractive import Answering, answer_language, not_found
-from citerag.answerer.offline_claude import ExtractiveClaudeModel
+from citerag.adapters.offline_claude import ExtractiveClaudeModel
+from citerag.answerer.extractive import Answering, answer_language
 from citerag.citations.chat import approx_tokens
+from citerag.citations.not_found import not_found
 from citerag.citations.payload import results_of
 from citerag.citations.tool import FUNCTION_NAME
 from citerag.citations.verified import REPROMPT_MARKERS

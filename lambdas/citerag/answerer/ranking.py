@@ -7,31 +7,17 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from typing import NamedTuple
 
 import numpy as np
 
-from citerag.answerer.question_kinds import (
-    HOW_TO,
-    HOW_TO_JA,
-    NAMES,
-    NEGATED,
-    NEGATED_JA,
-    NOT_ACTIONS,
-    WANTS_CODE,
-    WANTS_NAME,
-    WANTS_OPTION,
-    asks_for_number,
-    expansion_evidence,
-    kind_evidence,
-    number_evidence,
-    reason_evidence,
-    sibling_evidence,
-)
+from citerag.answerer import question_kinds as kinds
+from citerag.answerer import rules
 from citerag.answerer.terms import (
-    FILLER,
     closed_compounds,
     content_terms,
+    filler,
     named_symbols,
     noun_forms,
     open_compounds,
@@ -58,10 +44,12 @@ from citerag.search.sparse import CorpusStats, tokenize
 Similarity = Callable[[str, list[str]], list[float]]
 """(question, sentences) -> the embedded model's cosine of each sentence to the question."""
 
-# Sentences that lead the reader on ("Next, we'll look at how to modify a vector.", "…どうなるか見てみましょう。"):
-# they restate the topic, often in the question's own words, and answer nothing.
-_NAVIGATION = re.compile(r"^(next|now|first|then|finally|in this section)?,?\s*(let[’']?s|let us|we[’']ll|we will)\s"
-                         r"|(見て|確認して|見ていき|考えて|議論し|説明し|解説し)(みましょう|ましょう|ます)。?$", re.I)
+
+def rx(rule_id: str, **parts: str) -> re.Pattern[str]:
+    return rules.compiled("sentences", rule_id, **parts)
+
+
+N = rules.number
 
 
 @dataclass(frozen=True)
@@ -78,12 +66,8 @@ class Candidate:
     evidence: float  # the score without the terms the document's title lent: what the abstention gate reads
 
 
-# Weights of the answer score, tuned on the dev split of datasets/answers (README "Answers you can trust"). The
-# model's cosines sit in a narrow band (0.78-0.95 for the bundled model), so their spread is scaled up to weigh
-# as much as the share of the question's terms a sentence holds.
-SIMILARITY_WEIGHT = 4.0
-SIMILARITY_FLOOR = 0.8
-PAIR_COST = 0.02  # a sentence and its neighbour, against either alone
+SIMILARITY_WEIGHT = N("similarity_weight")
+SIMILARITY_FLOOR = N("similarity_floor")
 
 
 def answer_score(lexical: float, similarity: float | None, rank: int, factor: float, bonus: float, *,
@@ -93,20 +77,10 @@ def answer_score(lexical: float, similarity: float | None, rank: int, factor: fl
     return (lexical + semantic + 0.05 / (rank + 1)) * factor + bonus
 
 
-_QUESTION_NUMBER = re.compile(r"\d+(?:\.\d+)*")
-# A day the question names ("1943年1月9日に…"): its digits are in any passage, the day itself only in one about it.
-_QUESTION_DAY = re.compile(r"(?<!\d)\d{1,2}月\d{1,2}日")
-MISSING_NUMBER_FACTOR = 0.6
-
-
 def _as_named(number: str) -> re.Pattern[str]:
     """The question's number as a passage names it: not inside a version or a decimal ("Debian 12" is not in
-    "gentoo-0.9.12", "Rust 1.0" not in "1.05"). Beside other digits a plain number still counts ("2番目", "4か月" ask
-    about numbers a passage writes otherwise; held as a whole number, 6 JaQuAD dev and test answers were refused, 5
-    of them right)."""
-    if "." in number:
-        return re.compile(rf"(?<![\d.]){re.escape(number)}(?!\d|\.\d)")
-    return re.compile(rf"(?<!\d\.){re.escape(number)}(?!\.\d)")
+    "gentoo-0.9.12", "Rust 1.0" not in "1.05")."""
+    return rx("as_named_decimal" if "." in number else "as_named", number=re.escape(number))
 
 
 HEADING_CHARS = 160
@@ -127,24 +101,9 @@ def _heading(passage: Passage) -> str:
     return passage.title[:HEADING_CHARS]
 
 
-_NOT_ACTIONS = frozenset(tokenize(NOT_ACTIONS))
-# A function or a method a Japanese sentence names ("to_stringメソッドを使います", "関連するコマンドは
-# update-alternatives で…"), where CODE's word boundaries do not hold: Python's \w spans kana too. After the word, a
-# name in lower case ("コマンドは Windows では…" names no command).
-_CODE_WORDS_JA = "コマンド|関数|メソッド|マクロ"
-_NAMED_CODE = re.compile(rf"(?<![A-Za-z0-9_])[A-Za-z_][A-Za-z0-9_:]*(?:\(\))?(?:{_CODE_WORDS_JA})"
-                         rf"|(?:{_CODE_WORDS_JA})[はの]?\s?[a-z_][a-z0-9_:.-]*(?![A-Za-z])")
-
-ASKS_FOR_CODE = re.compile(_CODE_WORDS_JA)  # "…するコマンドは", "…関数は": a Japanese question asks for code
-
-
 def shows_code(text: str) -> bool:
     """A command or code, in a line or inside a sentence."""
     return bool(is_code_line(text) or CODE.search(text))
-
-
-# "How do I find a package by name?" asks to do something, as "How do I find out…" and "…find which…" do not.
-_FINDS_A_THING = re.compile(r"(?<=find) (?:an?|packages?|files?)\b", re.I)
 
 
 def does_what_asked(query: Query, code: bool = True) -> Callable[[str], bool] | None:
@@ -152,24 +111,27 @@ def does_what_asked(query: Query, code: bool = True) -> Callable[[str], bool] | 
     noun of a Japanese する verb), or (`code`) shows code. None for other questions, and for verbs that say nothing of
     the action ("get", "use", "make", "know")."""
     def code_shown(text: str) -> bool:
-        return code and (shows_code(text) or bool(_NAMED_CODE.search(text)))
+        return code and (shows_code(text) or bool(rx("named_code").search(text)))
 
-    if asked_ja := HOW_TO_JA.search(query.text):
+    if not kinds.on("how_to"):
+        return None
+    if asked_ja := kinds.rx("how_to_ja").search(query.text):
         word = normalize(asked_ja.group(1))
-        kanji = re.search(r"[\u4e00-\u9fff]{2}$", word)
-        said = re.compile(re.escape(kanji.group(0) if kanji else word) + f"(?!{NEGATED_JA})")
+        kanji = rx("kanji_tail").search(word)
+        said = kinds.rx("said_ja", word=re.escape(kanji.group(0) if kanji else word))
         return lambda text: code_shown(text) or bool(said.search(normalize(text)))
-    asked = HOW_TO.match(query.text)
+    asked = kinds.rx("how_to").match(query.text)
     verb = tokenize(asked.group(1)) if asked else []
-    if not verb or verb[0] in FILLER or (verb[0] in _NOT_ACTIONS and not _FINDS_A_THING.match(query.text,
-                                                                                                asked.end())):
+    if not verb or verb[0] in filler() or (verb[0] in _not_actions()
+                                           and not rx("finds_a_thing").match(query.text, asked.end())):
         return None
     forms = {verb[0], *noun_forms(verb[0])}
-    return lambda text: code_shown(text) or bool(forms & set(tokenize(NEGATED.sub(" ", text))))
+    return lambda text: code_shown(text) or bool(forms & set(tokenize(kinds.rx("negated").sub(" ", text))))
 
 
-# A sentence that sends the reader to another part of the documents ("see Chapter 8:", "第3章をご覧ください:").
-_POINTS_ELSEWHERE = re.compile(r"\b(?:see|refer to)\b|\b(?:chapter|section|appendix) \d|ご覧|参照|第\d+章", re.I)
+@cache
+def _not_actions() -> frozenset[str]:
+    return frozenset(tokenize(" ".join(rules.lexicon("not_actions"))))
 
 
 @dataclass(frozen=True)
@@ -206,15 +168,15 @@ def _weights(query: Query, terms: set[int], stats: CorpusStats | None) -> dict[i
 def _read(query: Query, terms: set[int], stats: CorpusStats | None) -> _Asked:
     """What every sentence is scored against, worked out once per question."""
     weight = _weights(query, terms, stats)
-    wants_code = bool(WANTS_CODE.search(query.text))
+    wants_code = kinds.wants_code(query)
     # Which command or option is asked for is told by code and option rows already ("どのオプション": "-c, --count").
-    names_kind = None if wants_code or WANTS_OPTION.search(query.text) else kind_evidence(query)
+    names_kind = None if wants_code or kinds.wants_option(query) else kinds.kind_evidence(query)
     evidence = [
         CODE.search if wants_code else None,
-        NAMES.search if WANTS_NAME.search(query.text) else None,
+        kinds.names if kinds.wants_name(query) else None,
         names_kind,
-        expansion_evidence(query),
-        reason_evidence(query),
+        kinds.expansion_evidence(query),
+        kinds.reason_evidence(query),
     ]
     text = normalize(query.text)
     return _Asked(
@@ -224,17 +186,17 @@ def _read(query: Query, terms: set[int], stats: CorpusStats | None) -> _Asked:
         operators=bool(operator_terms(query.text)),
         symbols=named_symbols(query),
         closed=closed_compounds(query, terms),
-        numbers=[_as_named(n) for n in set(_QUESTION_NUMBER.findall(text.replace(",", "")))],
-        days=[re.compile(rf"(?<!\d){day}") for day in _QUESTION_DAY.findall(text)],
+        numbers=[_as_named(n) for n in set(rx("question_number").findall(text.replace(",", "")))],
+        days=[rx("day", day=re.escape(day)) for day in rx("question_day").findall(text)],
         says=does_what_asked(query, code=False),
-        sibling=sibling_evidence(query),
-        holds_number=number_evidence(query) if asks_for_number(query) else None,
+        sibling=kinds.sibling_evidence(query),
+        holds_number=kinds.number_evidence(query) if kinds.asks_for_number(query) else None,
         evidence=[e for e in evidence if e is not None],
     )
 
 
 def _off_topic(asked: _Asked, p: Passage, path: str) -> float:
-    """MISSING_NUMBER_FACTOR for a passage that lacks a number the question names ("in 1953", "Rust 1.0"): it is
+    """missing_number_factor for a passage that lacks a number the question names ("in 1953", "Rust 1.0"): it is
     about something else (near misses often differ from what the documents hold only there). Its headings count
     ("Data types > f32", asked about f32's size); a day in Japanese form is looked for in Japanese text only (an
     English one writes it "January 9")."""
@@ -243,7 +205,7 @@ def _off_topic(asked: _Asked, p: Passage, path: str) -> float:
     place = normalize(f"{p.title} {path} {p.text}").replace(",", "")
     missing = not all(n.search(place) for n in asked.numbers) \
         or (p.lang == asked.query.lang and not all(day.search(place) for day in asked.days))
-    return MISSING_NUMBER_FACTOR if missing else 1.0
+    return N("missing_number_factor") if missing else 1.0
 
 
 def _units(spans: list[str], heading: list[bool], owns: list[bool], lang: str) -> list[tuple[int, int, str]]:
@@ -252,19 +214,12 @@ def _units(spans: list[str], heading: list[bool], owns: list[bool], lang: str) -
     units: list[tuple[int, int, str]] = []
     for pos, text in enumerate(spans):
         units.append((pos, pos, text))
-        # Not after a command with no full stop ("…run the command systemctl get-default" + "During boot-up…"
-        # read as one run-on sentence).
         complete = (ends_statement(text) and not runs_into_command(text)) or text.endswith((":", "："))
         if pos + 1 < len(spans) and len(text) + len(spans[pos + 1]) <= 500 \
                 and not text.endswith(("?", "？")) and complete and not heading[pos + 1] and not owns[pos] \
                 and not (is_row(text) and is_row(spans[pos + 1])):
-            # The fact often follows the sentence that matches the question ("If you get linker errors,
-            # install a C compiler. For example, on Ubuntu, install build-essential."): a pair is a unit too.
-            # Not a heading or caption (no sentence end, no command) with the paragraph under it, nor a
-            # sentence with the next section's heading ("…filed. 4. Redistribution.": no dev figure moved).
-            # Japanese runs on after "。", not after a command ("$ rustc --version" + "バージョンナンバー…").
-            # Not two entries of a table: the row under an option is another option ("-f, --ignore-case
-            # 大文字・小文字を区別しない" + "-g, --general-numeric-sort…" answered with both).
+            # The fact often follows the sentence that matches the question: a pair is a unit too. Not a heading
+            # with the paragraph under it, a sentence with the next heading, nor two rows of a table.
             joiner = "" if lang == "ja" and is_cjk(text[-1]) else " "
             units.append((pos, pos + 1, text + joiner + spans[pos + 1]))
     return units
@@ -272,12 +227,12 @@ def _units(spans: list[str], heading: list[bool], owns: list[bool], lang: str) -
 
 def _bonus(asked: _Asked, text: str, paired: bool) -> float:
     """Evidence of the asked type (a number for "how many", code for "which command"), less the cost of a pair."""
-    bonus = -PAIR_COST if paired else 0.0  # a pair must earn its second sentence
+    bonus = -N("pair_cost") if paired else 0.0
     if asked.holds_number is not None:
-        bonus += 0.1 if asked.holds_number(text) else -0.05
+        bonus += N("kind_bonus") if asked.holds_number(text) else -N("no_number_cost")
     for holds in asked.evidence:
         if holds(text):
-            bonus += 0.1
+            bonus += N("kind_bonus")
     return bonus
 
 
@@ -299,27 +254,19 @@ def _score_passage(asked: _Asked, rank: int, p: Passage, head: str, foreign: boo
     spans = split_statements(p.text, lines_wrap=p.page is None)
     lines = LINE_RANGE.match(p.section or "")
     path = p.section if p.section and not lines else ""  # a text file's line range is none
-    # A text file's passage from line 1 starts where the document does, not at a chunk boundary: its lower-case
-    # start is the document's own ("noperm secret: the magic word is plover.").
+    # A text file's passage from line 1 starts where the document does, not at a chunk boundary.
     mid_sentence = not (lines and lines.group(1) == "1")
     off_topic = _off_topic(asked, p, path)
-    # A sentence is about what its section's heading says ("基準型はf64です" under "データ型 > 浮動小数点型"): the
-    # heading's terms count as the sentence's, as the model reads the sentence under it. Dev: Rust-book Japanese
-    # facts 73.9% -> 82.6% (ja-005, ja-051), nothing else moved; at half weight 78.3%, at 1.25 recall falls.
+    # A sentence is about what its section's heading says: the heading's terms count as the sentence's.
     headed = terms_of(path, False) & q
-    # Without headings, the document's title says which document a sentence is from ("man-grep": every option
-    # there is grep's; an article on the person the question names). Its terms rank the sentences, but the gate
-    # reads only the evidence the sentence holds with its headings: counted in the gate too, they gave every
-    # sentence of an article the question names its terms, a near miss's as well (JaQuAD dev facts 87.2% ->
-    # 88.0%, test abstention recall 76.0% -> 73.3%, English test 71.4% -> 64.3%). Ranked by them, a near miss
-    # whose best sentence comes from the named article is refused instead of answered from another one: JaQuAD
-    # dev facts 87.2% -> 86.3%, recall 77.9% -> 83.1% (at the 0.85 threshold 70.1% -> 76.6%); nothing else moved.
+    # Without headings, the document's title says which document a sentence is from: its terms rank the
+    # sentences, but the gate reads only the evidence the sentence holds with its headings (else every sentence
+    # of an article the question names would hold its terms, a near miss's too).
     titled = set() if path else terms_of(p.title, False) & q
     # Per statement, once: a unit (a statement or a pair) is led on or code when one of its statements is.
-    leads_on = [bool(_NAVIGATION.search(t)) for t in spans]
+    leads_on = [bool(rx("navigation").search(t)) for t in spans]
     code = [is_code_line(t) for t in spans]
-    # The section's own heading, which the loader puts at the top of its text ("Installing rustup on Windows",
-    # where "rustup on" reads like a command and a lower-case word like prose), is a heading whatever it looks like.
+    # The section's own heading, at the top of its text, is a heading whatever it looks like.
     own = _own_heading(p)
     owns = [bool(own) and normalize(t).strip() == own for t in spans]
     heading = [looks_like_heading(t) or bool(CAPTION.match(t)) or o for t, o in zip(spans, owns, strict=True)]
@@ -334,37 +281,28 @@ def _score_passage(asked: _Asked, rank: int, p: Passage, head: str, foreign: boo
         if asked.closed:
             held |= open_compounds(text, asked.closed)
         if held:
-            # Only for a sentence that holds a term of the question itself: the heading says what it is about,
-            # not that it bears on the question ("Batteries are sold separately." under "Warranty > Camera bag").
+            # Only for a sentence that holds a term of the question itself.
             held |= headed
         share = sum(weight[t] for t in held) / total
         lexical = sum(weight[t] for t in held | titled) / total if held else share
         factor = off_topic
         if asked.sibling is not None and asked.sibling(f"{head}: {text}"):
-            # As a passage that lacks the number the question names, and on top of it: "UTF-32" where "UTF-16"
-            # is asked about. Read under its heading: "Unlike f64, it occupies 4 bytes." under "… > f32".
-            factor *= MISSING_NUMBER_FACTOR
+            # "UTF-32" where "UTF-16" is asked about, read under its heading.
+            factor *= N("missing_number_factor")
         says = asked.says
         if not ends_statement(text) and not (first == last and is_row(text)) \
                 and not (says is not None and text.endswith((":", "：")) and says(text)
-                         and not _POINTS_ELSEWHERE.search(text)):
-            # Headings and fragments read badly as answers. A row of a table is whole without a full stop:
-            # "opt-level = 3", and "-n, --quiet, --silent suppress automatic printing of pattern space", which
-            # counted as a fragment where its option was over 40 characters from its end and lost to sed's "q".
-            # Nor is a sentence that says the asked action and leads into the code doing it ("You can access
-            # elements of an array using indexing, like this:"); for other questions such a sentence is mostly
-            # a pointer ("実際に動作している浮動小数点数の例をご覧ください:" led two benchmark answers when every
-            # colon counted), as it is when it sends the reader elsewhere ("…, see Chapter 8:").
-            factor *= 0.6
+                         and not rx("points_elsewhere").search(text)):
+            # Headings and fragments read badly as answers. Not a table's row, nor a sentence that says the asked
+            # action and leads into the code doing it (unless it sends the reader elsewhere).
+            factor *= N("fragment_factor")
         if heading[first] or (first == 0 and mid_sentence and text[:1].islower()):
-            # "Grant of Patent License." restates the question's words without answering it; a passage that
-            # starts mid-sentence (a chunk boundary) gives a fragment.
-            factor *= 0.3
+            factor *= N("heading_factor")
         if any(leads_on[first : last + 1]):
-            factor *= 0.5  # "let's see what happens when ..." answers nothing
+            factor *= N("leads_on_factor")
         if len(MARKUP.findall(text)) >= 3 or len(text) > 1200 \
                 or any(code[first : last + 1]):
-            factor *= 0.5  # a table row, an HTML tag, a line of code or a whole section is not one statement
+            factor *= N("markup_factor")
         scored.append(_Scored(rank, first, last, text, lexical, factor, _bonus(asked, text, first != last), share,
                               tuple(spans[first : last + 1])))
     return scored
@@ -419,9 +357,7 @@ def rank_sentences(
     if not usable or not terms:
         return query, usable, []
     asked = _read(query, terms, stats)
-    # The answer is in the question's language when a source is in it. Sentence by sentence: a manual translated in
-    # part is a page of English paragraphs with Japanese ones between them ("6.2.5 ソース\nソースコードは通常の
-    # Debian アーカイブと…"), whose passage reads as English, and whose Japanese sentences still answer.
+    # In the question's language when a source is in it, sentence by sentence (a manual translated in part).
     own_language = any(p.lang == query.lang for p in usable)
     heads = [_heading(p) for p in usable]
     raw = [unit for rank, p in enumerate(usable)
@@ -429,9 +365,7 @@ def rank_sentences(
     if not raw:
         return query, usable, []
     if similarity:
-        # The model reads each sentence under its heading (or its document's title): "浮動小数点型: 浮動小数点数は、
-        # IEEE-754規格に…" is about floats, which the sentence alone hardly says. JaQuAD dev 83.8% -> 85.5% facts,
-        # 75.3% -> 77.9% abstention recall.
+        # The model reads each sentence under its heading (or its document's title), which says what it is about.
         sims: list[float | None] = _cosines(similarity, query.text, raw, heads)
     else:
         sims = [None] * len(raw)
@@ -443,3 +377,30 @@ def rank_sentences(
                                     r.factor, r.bonus, score, evidence))
     candidates.sort(key=lambda c: (-c.score, c.rank, c.pos))
     return query, usable, candidates
+
+
+def _when(asks: Callable[[Query], bool],
+          holds: Callable[[str], bool]) -> Callable[[Query], Callable[[str], bool] | None]:
+    return lambda query: holds if asks(query) else None
+
+
+def _numbers(query: Query) -> Callable[[str], bool] | None:
+    return kinds.number_evidence(query) if kinds.asks_for_number(query) else None
+
+
+# Each kind of rules/kinds.json: what tells a sentence answers a question of that kind (None: the question is not
+# of it, or the kind is switched off). The person kind weighs no sentence: it adds the lead sentence.
+EVIDENCE: dict[str, Callable[[Query], Callable[[str], bool] | None]] = {
+    **dict.fromkeys(("number", "money", "year", "count", "quantity", "time", "limit"), _numbers),
+    "code": _when(kinds.wants_code, lambda text: bool(CODE.search(text))),
+    "how_to": does_what_asked,
+    "option": _when(kinds.wants_option, kinds.names_option),
+    "type": _when(kinds.wants_type, kinds.names_type),
+    "name": _when(kinds.wants_name, kinds.names),
+    "called": _when(kinds.wants_called, kinds.names),
+    "person": _when(kinds.wants_person, lambda text: True),
+    "which": kinds.kind_evidence,
+    "abbreviation": kinds.expansion_evidence,
+    "reason": kinds.reason_evidence,
+    "sibling": kinds.sibling_evidence,
+}

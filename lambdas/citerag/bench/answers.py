@@ -24,6 +24,7 @@ from urllib.parse import unquote
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
+from citerag.answerer import question_kinds
 from citerag.answerer.ranking import Candidate
 from citerag.bench.metrics import percentile, wilson_interval
 from citerag.bench.retrieval import Dataset, build_index
@@ -257,8 +258,9 @@ ASKERS: dict[str, Callable[[Any], Ask]] = {"local": _asker("local"), "none": _as
 
 
 def run(ds: AnswerSet, comps, *, agent: str = "local", splits: tuple[str, ...] = ("dev", "test"),
-        progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
-    """Ingest docs/ into the (empty) index `comps` points at, ask every question of the splits, score."""
+        progress: Callable[[int, int], None] | None = None, ablate: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Ingest docs/ into the (empty) index `comps` points at, ask every question of the splits, score. With
+    `ablate`, each question is asked again with each of those question kinds switched off (rules/kinds.json)."""
     t = time.perf_counter()
     if ds.corpus is not None:
         build_index(ds.corpus, comps.embedder, comps.index)
@@ -286,12 +288,32 @@ def run(ds: AnswerSet, comps, *, agent: str = "local", splits: tuple[str, ...] =
                "features": d.features if d else {}}
         if q.answerable and not row["right"] and read:
             row["fact_at"] = fact_at(q, read[-1], comps.answering.candidates, abstained=row["abstained"])
+        for kind in ablate:
+            with question_kinds.switched_off(kind):
+                row.setdefault("without", {})[kind] = score(q, ask(q.question), texts)["right"]
         rows.append(row)
         if progress:
             progress(i, len(questions))
     documents = len(ds.corpus.corpus) if ds.corpus is not None else len(ds.docs)
-    return {"agent": agent, "documents": documents, "ingest_s": round(ingest_s, 1),
-            "summary": summarize(rows), "rows": rows}
+    out = {"agent": agent, "documents": documents, "ingest_s": round(ingest_s, 1), "summary": summarize(rows),
+           "rows": rows}
+    return out | ({"ablation": ablation(rows, ablate)} if ablate else {})
+
+
+def ablation(rows: list[dict[str, Any]], kinds: tuple[str, ...]) -> dict[str, dict[str, dict[str, int]]]:
+    """Per kind and language, what switching the kind off changes: facts with the right citation and near misses
+    refused (each against the run with every kind on), and how many questions changed outcome."""
+    out: dict[str, dict[str, dict[str, int]]] = {}
+    for kind in kinds:
+        for lang in sorted({r["lang"] for r in rows}):
+            mine = [r for r in rows if r["lang"] == lang and kind in r.get("without", {})]
+            facts = sum(r["without"][kind] for r in mine if r["answerable"]) - sum(r["right"] for r in mine
+                                                                                 if r["answerable"])
+            refusals = sum(r["without"][kind] for r in mine if not r["answerable"]) - sum(
+                r["right"] for r in mine if not r["answerable"])
+            out.setdefault(kind, {})[lang] = {"facts": facts, "refusals": refusals,
+                                              "changed": sum(r["without"][kind] != r["right"] for r in mine)}
+    return out
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -281,6 +281,19 @@ def bench_handler(
                   f"{100 + 50 + 50} ms (embed, dense query, sparse query one after another)")
 
 
+def _kinds(ablate: str) -> tuple[str, ...]:
+    """The question kinds `--ablate` names: ids of rules/kinds.json, or each of them."""
+    from citerag.answerer.question_kinds import kinds
+
+    known = [k["id"] for k in kinds()]
+    asked = known if ablate.strip() == "each" else [k.strip() for k in ablate.split(",") if k.strip()]
+    unknown = [k for k in asked if k not in known]
+    if unknown:
+        raise CiteragError(f"--ablate {', '.join(unknown)}: no such question kind; choose from {', '.join(known)}, "
+                           "or each")
+    return tuple(asked)
+
+
 @app.command("bench-answers")
 def bench_answers(
     dataset: Annotated[Path, typer.Argument(help="folder with docs/ and questions-*.jsonl (datasets/answers), or "
@@ -290,6 +303,8 @@ def bench_answers(
     agent: Annotated[str, typer.Option("--agent", help="local (citerag ask's default) or none (search + "
                                                         "extractive answer)")] = "local",
     show_failures: Annotated[bool, typer.Option("--failures", help="list every wrong answer")] = False,
+    ablate: Annotated[str, typer.Option("--ablate", help="question kinds to measure by switching each off "
+                                                        "(comma-separated ids of rules/kinds.json, or each)")] = "",
     as_json: JsonOpt = False,
 ) -> None:
     """Answers a user can trust: exact facts with the right file and page, abstention on questions the documents
@@ -307,10 +322,11 @@ def bench_answers(
             raise CiteragError(f"--agent {agent!r}: choose {' or '.join(ab.ASKERS)}")
         ds = answers_jaquad.load(dataset, questions) if answers_jaquad.is_jaquad(dataset) else ab.load(dataset)
         splits = ("dev", "test") if split == "all" else (split,)
+        kinds = _kinds(ablate)
         with tempfile.TemporaryDirectory(prefix="citerag-bench-answers-") as tmp, progress() as bar:
             comps = components(Path(tmp) / "index.sqlite")
             task = bar.add_task(f"{dataset.name}: questions", total=None)
-            res = ab.run(ds, comps, agent=agent, splits=splits,
+            res = ab.run(ds, comps, agent=agent, splits=splits, ablate=kinds,
                          progress=lambda i, n: bar.update(task, completed=i, total=n))
         if as_json:
             print(ab.dump(res))
@@ -347,6 +363,18 @@ def bench_answers(
                 out.print(f"{key}: the facts of the wrong answers were "
                           + ", ".join(f"{FACT_STAGE_WORDS[k]} {n}" for k, n in m["wrong_fact_at"].items()),
                           highlight=False)
+        if kinds:
+            table = Table(title="switched off: change in facts / near misses refused (questions changed)",
+                          title_justify="left")
+            table.add_column("kind")
+            langs = sorted({lang for by_lang in res["ablation"].values() for lang in by_lang})
+            for lang in langs:
+                table.add_column(lang, justify="right")
+            for kind, by_lang in res["ablation"].items():
+                table.add_row(kind, *(f"{d['facts']:+d} / {d['refusals']:+d} ({d['changed']})"
+                                      for d in (by_lang.get(lang, {"facts": 0, "refusals": 0, "changed": 0})
+                                                for lang in langs)))
+            out.print(table)
         if show_failures:
             from citerag.cli.common import one_line
 

@@ -18,10 +18,10 @@ from urllib.parse import quote, urlsplit
 
 import typer
 
-from citerag.answerer.extractive import NOT_FOUND_OPENINGS
 from citerag.citations.answer import related_wire
 from citerag.citations.drafts import drafts_to
 from citerag.citations.excerpts import spanning
+from citerag.citations.not_found import NOT_FOUND_OPENINGS
 from citerag.citations.search_tool import may_see
 from citerag.citations.verified import FALLBACK
 from citerag.cli.common import IndexOpt, NamespaceOpt, app, components, err, errors, open_index, port_free

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import time
 
-from citerag.answerer.extractive import Answering, in_other_language, not_found
+from citerag.answerer.extractive import Answering
 from citerag.citations.answer import Answer, compose, where_to_look
 from citerag.citations.decision import Decision, Reason
+from citerag.citations.not_found import in_other_language, not_found
 from citerag.citations.payload import pack_passages
 from citerag.search.pipeline import SearchPipeline
 from citerag.search.query import analyze

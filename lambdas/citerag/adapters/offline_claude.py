@@ -12,11 +12,12 @@ import re
 from typing import Any
 
 from citerag.answerer import rules
-from citerag.answerer.extractive import NOT_FOUND, Answering, answer_language, not_found
+from citerag.answerer.extractive import Answering, answer_language
 from citerag.citations import claude_format as cf
 from citerag.citations import messages_format as mf
 from citerag.citations.chat import ModelOutput, approx_tokens, messages_of, tool_results_of
 from citerag.citations.graders import grade
+from citerag.citations.not_found import NOT_FOUND, not_found
 from citerag.citations.payload import results_of
 from citerag.documents.text import detect_language
 
