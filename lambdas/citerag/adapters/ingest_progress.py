@@ -13,7 +13,7 @@ from citerag.adapters.aws import describe_error
 from citerag.errors import CiteragError, DependencyError
 
 DONE = ("added", "replaced", "unchanged", "removed", "skipped")
-COUNTED = (*DONE, "failed", "dead_lettered")
+COUNTED = (*DONE, "staged", "failed", "dead_lettered")  # staged: waiting for a batch job (bulk path)
 RATE_WINDOW = timedelta(minutes=10)  # documents per minute: over the last ten minutes
 
 

@@ -45,10 +45,14 @@ class SudachiTokens(BM25Tokens):
         return tok
 
     def extra(self, text: str) -> list[str]:
+        return ["ja:" + normalized for _, normalized, _ in self.forms(text)]
+
+    def forms(self, text: str) -> list[tuple[str, str, str]]:
+        """(surface, normalised form, reading) of each content word written in kana or kanji."""
         if not _JAPANESE.search(text):
             return []
         tok = self._tokenizer()
-        words: list[str] = []
+        words: list[tuple[str, str, str]] = []
         for part in _parts(normalize(text)):
             for m in tok.tokenize(part):
                 pos = m.part_of_speech()
@@ -57,7 +61,7 @@ class SudachiTokens(BM25Tokens):
                 # Written in kana or kanji: Sudachi also normalises English words (filter -> フィルター), which
                 # would change how English passages score.
                 if _JAPANESE.search(m.surface()):
-                    words.append("ja:" + m.normalized_form())
+                    words.append((m.surface(), m.normalized_form(), m.reading_form()))
         return words
 
 

@@ -24,6 +24,7 @@ from citerag.answerer.terms import (
     operator_terms,
     terms_of,
 )
+from citerag.answerer.variants import variant_terms
 from citerag.citations.statements import (
     CAPTION,
     CODE,
@@ -277,7 +278,7 @@ def _score_passage(asked: _Asked, rank: int, p: Passage, head: str, foreign: boo
         if len(text) < 8 or text.endswith(("?", "？")):
             # Too short to be a statement, or a question (FAQ headings restate the user's question).
             continue
-        held = terms_of(text, asked.operators, asked.symbols) & q
+        held = (terms_of(text, asked.operators, asked.symbols) | variant_terms(asked.query, text)) & q
         if asked.closed:
             held |= open_compounds(text, asked.closed)
         if held:

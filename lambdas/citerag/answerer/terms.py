@@ -7,7 +7,7 @@ from __future__ import annotations
 from functools import cache
 from itertools import pairwise
 
-from citerag.answerer import rules
+from citerag.answerer import rules, variants
 from citerag.answerer.question_kinds import option_words, wants_option
 from citerag.documents.text import normalize
 from citerag.search.query import Query
@@ -113,4 +113,4 @@ def unknown_words(query: Query, stats: CorpusStats | None) -> list[str]:
     for word in dict.fromkeys(rx("katakana_word").findall(normalize(query.text))):
         if any(not stats.df.get(term_id(word[i : i + 2]), 0) for i in range(len(word) - 1)):
             out.append(word)
-    return out
+    return [w for w in out if not variants.known(w, query, stats)]  # another spelling or synonym is indexed

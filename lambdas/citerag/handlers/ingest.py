@@ -2,6 +2,8 @@
 
 Thin: Powertools batch processing reports partial failures, so one bad message never blocks the batch; a
 TransientFailure (or any dependency error) marks the message for redelivery; everything else is the use case's.
+With the bulk path on, the same function also runs its scheduled step (an EventBridge schedule, or Bedrock's
+"Batch Inference Job State Change" event): finish ended batch jobs, start new ones (citerag.ingestion.bulk).
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from citerag.handlers.tracing import tracer as make_tracer
 logger = Logger(service="citerag-ingest")
 tracer = make_tracer("citerag-ingest")  # the X-Ray SDK only when tracing is on
 metrics = Metrics(namespace="citerag", service="citerag-ingest")
+# EventBridge: a schedule ("aws.events") or a batch job's state change ("aws.bedrock", detail-type "Batch Inference
+# Job State Change": Bedrock user guide, monitoring-eventbridge-how-it-works).
+BULK_SOURCES = ("aws.events", "aws.bedrock")
 
 
 
@@ -48,10 +53,25 @@ def build(components) -> Handler:
             return [{"status": "poison", "reason": outcome.dead_letter}]
         return [r.model_dump() for r in outcome.results]
 
+    def bulk_step(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        remaining = getattr(context, "get_remaining_time_in_millis", None)
+        use = components.bulk_ingest(time_left=(lambda: remaining() / 1000) if callable(remaining) else None)
+        report = use.run()
+        for r in report.written:
+            on_result(r)
+        summary = {"trigger": str(event.get("detail-type", ""))[:100], "submitted": len(report.submitted),
+                   "finished": len(report.finished), "waiting": len(report.waiting),
+                   "written": len(report.written), "staged_passages": report.staged_passages, "ended": report.ended,
+                   "note": report.note}
+        logger.info("bulk step", extra=summary)
+        return summary
+
     @logger.inject_lambda_context(clear_state=True)
     @tracer.capture_lambda_handler(capture_response=False)
     @metrics.log_metrics
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        if isinstance(event, dict) and event.get("source") in BULK_SOURCES and "Records" not in event:
+            return bulk_step(event, context)
         if not isinstance(event, dict) or not isinstance(event.get("Records"), list):
             logger.error("not an SQS event")
             return {"batchItemFailures": []}

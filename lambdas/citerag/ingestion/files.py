@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from citerag.documents.loaders import SUPPORTED_SUFFIXES
 from citerag.ingestion.opening import open_no_links, read_fd
 
-Status = Literal["added", "unchanged", "replaced", "failed", "removed", "skipped"]
+Status = Literal["added", "unchanged", "replaced", "failed", "removed", "skipped", "staged"]
 
 
 class IngestResult(BaseModel):

@@ -118,6 +118,18 @@ class Ingestor:
             return _failed(source_uri, exc)
         return _written(prepared)
 
+    def passages_to_embed(self, data: bytes, source_uri: str, name: str, *,
+                          metadata: dict[str, Any] | None = None) -> IngestResult | list[str]:
+        """The passage texts ingesting this document would embed, or why there are none (unchanged, failed): the
+        bulk path stages them for a batch job and writes the document when the job is done."""
+        try:
+            prepared = self._prepare(data, source_uri, name, metadata=metadata)
+        except DiskFullError:
+            raise
+        except CiteragError as exc:
+            return _failed(source_uri, exc)
+        return prepared if isinstance(prepared, IngestResult) else prepared.texts
+
     def ingest_path(self, path: Path) -> IngestResult:
         """One file, as `expand_paths` gives it (resolved): a path that is a link is not followed."""
         got = self._read(path)

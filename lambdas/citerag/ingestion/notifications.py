@@ -9,8 +9,8 @@ Each event reconciles the index with the object as it is now, so late and out-of
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 
@@ -35,6 +35,12 @@ class TransientFailure(RuntimeError):
     """Retrying later may succeed: let the queue redeliver the message."""
 
 
+class PassageStager(Protocol):
+    """Keeps a document's passages for a batch job (the bulk path, ingestion.bulk)."""
+
+    def stage(self, uri: str, bucket: str, key: str, texts: Sequence[str]) -> None: ...
+
+
 class NotificationOutcome(BaseModel):
     results: list[IngestResult]
     dead_letter: str | None = None  # why the message went to the dead-letter sink, if it did
@@ -42,11 +48,12 @@ class NotificationOutcome(BaseModel):
 
 class NotificationIngest:
     def __init__(self, ingestor: Ingestor, objects: ObjectSource, dead_letters: DeadLetterSink,
-                 locks: DocumentLocks | None = None) -> None:
+                 locks: DocumentLocks | None = None, stager: PassageStager | None = None) -> None:
         self.ingestor = ingestor
         self.objects = objects
         self.dead_letters = dead_letters
         self.locks = locks or NoLocks()
+        self.stager = stager  # set: documents are staged for a batch job instead of embedded now
 
     def handle(self, body: str, message_id: str,
                on_result: Callable[[IngestResult], None] | None = None) -> NotificationOutcome:
@@ -78,6 +85,10 @@ class NotificationIngest:
             self.dead_letters.send(body, message_id, reasons)
         return NotificationOutcome(results=results, dead_letter=reasons or None)
 
+    def reconcile(self, ev: ObjectEvent) -> IngestResult:
+        """Make the index match one object as it is now (what each notification does): the bulk path's last step."""
+        return self._apply(ev)
+
     def _apply(self, ev: ObjectEvent) -> IngestResult:
         """Make the index match the object as it is now, whatever the event says: notifications arrive late and
         out of order (a stale ObjectRemoved after a newer ObjectCreated must not delete a live document), so
@@ -108,8 +119,13 @@ class NotificationIngest:
             return IngestResult(source=ev.uri, status="failed", reason=self.ingestor.over_budget(name, exc)), None
         if not obj.data:
             return self._empty(ev), obj.version
-        return self.ingestor.ingest_bytes(obj.data, ev.uri, posixpath.basename(ev.key),
-                                          metadata=acl_metadata(obj.metadata)), obj.version
+        if self.stager is not None:
+            got = self.ingestor.passages_to_embed(obj.data, ev.uri, name, metadata=acl_metadata(obj.metadata))
+            if isinstance(got, IngestResult):  # unchanged, or cannot be indexed: as on demand
+                return got, obj.version
+            self.stager.stage(ev.uri, ev.bucket, ev.key, got)
+            return IngestResult(source=ev.uri, status="staged", chunks=len(got)), obj.version
+        return self.ingestor.ingest_bytes(obj.data, ev.uri, name, metadata=acl_metadata(obj.metadata)), obj.version
 
     def _empty(self, ev: ObjectEvent) -> IngestResult:
         # An empty object holds no document: whatever was indexed under its key is gone; nothing to dead-letter.
