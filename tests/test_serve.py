@@ -335,6 +335,7 @@ def test_a_pdf_added_on_the_page_is_listed_answered_highlighted_and_removed(brow
         page.wait_for("document.querySelector('#doclist li button.remove') !== null")
         page.eval("document.querySelector('#doclist li button.remove').click()")
         page.wait_for("document.querySelectorAll('#doclist li').length === 0")
+        assert "purifier-guide.pdf removed" in page.eval("document.getElementById('jobs').innerText")
         assert not stored.exists()
         page.eval("document.getElementById('q').value = 'What does error E2 mean?'; "
                   "document.querySelector('#ask button').click()")

@@ -144,15 +144,16 @@ function jobLine(j) {
   if (j.note) li.textContent += '; ' + j.note;
   return li;
 }
-function refused(name, reason) {
-  const li = document.createElement('li'); li.className = 'refused'; li.dataset.state = 'refused';
-  li.textContent = name + ' was not added: ' + reason; $('jobs').prepend(li);
+function said(text, className) {  // a line of the page's own, kept when the server's lines are read again
+  const li = document.createElement('li'); li.className = className; li.dataset.state = className;
+  li.dataset.local = '1'; li.textContent = text; $('jobs').prepend(li);
 }
+function refused(name, reason) { said(name + ' was not added: ' + reason, 'refused'); }
 async function refreshDocs() {
   let d;
   try { const r = await fetch('/api/documents'); d = await r.json(); } catch (e) { return; }
   maxUpload = d.max_upload_bytes;
-  for (const li of [...$('jobs').children]) if (li.dataset.state !== 'refused') li.remove();
+  for (const li of [...$('jobs').children]) if (!li.dataset.local) li.remove();
   for (const j of d.jobs.slice().reverse()) $('jobs').append(jobLine(j));
   $('doclist').textContent = '';
   for (const doc of d.documents) {
@@ -179,7 +180,7 @@ function watchJobs(jobs) {  // while an ingest runs, its progress is polled; the
     let d;
     try { d = await (await fetch('/api/documents?only=jobs')).json(); } catch (e) { return; }
     if (d.jobs.filter((j) => j.state === 'done').length !== done) { refreshDocs(); return; }
-    for (const li of [...$('jobs').children]) if (li.dataset.state !== 'refused') li.remove();
+    for (const li of [...$('jobs').children]) if (!li.dataset.local) li.remove();
     for (const j of d.jobs.slice().reverse()) $('jobs').append(jobLine(j));
     watchJobs(d.jobs);
   }, 500);
@@ -200,8 +201,9 @@ async function upload(file) {
 }
 async function removeDoc(uri, name) {
   const r = await fetch('/api/documents?uri=' + encodeURIComponent(uri), {method: 'DELETE'});
-  if (!r.ok) { let why = 'the server answered ' + r.status;
-    try { why = (await r.json()).error || why; } catch (e) {} refused(name, why); }
+  if (r.ok) said(name + ' removed', 'removed');
+  else { let why = 'the server answered ' + r.status;
+    try { why = (await r.json()).error || why; } catch (e) {} said(name + ' was not removed: ' + why, 'refused'); }
   refreshDocs();
 }
 $('pick').addEventListener('change', (e) => { for (const f of e.target.files) upload(f); e.target.value = ''; });
