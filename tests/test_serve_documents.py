@@ -319,3 +319,26 @@ def test_a_file_system_without_hard_links_still_stores_and_never_overwrites(serv
     assert (folder / "hours.txt").read_text() == "The office opens at nine.\n"
     assert (folder / "hours (2).txt").read_text() == "The shop closes at six.\n"
     assert sorted(p.name for p in folder.iterdir()) == ["hours (2).txt", "hours.txt"]  # no temporary file left
+
+
+def test_a_document_added_from_the_page_has_its_answers_prepared_as_ingest_does(tmp_path):
+    # `citerag ingest` embeds the statements the answerer weighs, so a first answer embeds only the question; a
+    # document added from the page gets the same (the embedded model, as `serve` runs it).
+    from starlette.testclient import TestClient
+
+    from citerag.cli.common import answer_statements
+    from citerag.cli.serve import build_app
+    from citerag.components import Components
+    from citerag.settings import Settings
+
+    comps = Components(Settings(data_dir=tmp_path / "data", index_path=tmp_path / "i.sqlite",
+                                embedding_cache_path=tmp_path / "e.sqlite"))
+    with TestClient(build_app(comps), base_url=BASE) as client:
+        r = client.post("/api/documents?wait=1", headers=ORIGIN,
+                        files={"file": ("faq.md", (SAMPLES / "faq-en.md").read_bytes(), "text/markdown")})
+        assert r.status_code == 200 and r.json()["status"] == "added"
+    statements = answer_statements([r.json()["uri"]])
+    assert statements
+    before = comps.embedder.misses
+    comps.embedder.embed_passages(statements)
+    assert comps.embedder.misses == before  # every statement was embedded when the document was added

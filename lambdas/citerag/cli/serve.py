@@ -138,6 +138,8 @@ function jobLine(j) {
   if (j.state === 'queued') li.textContent = 'Waiting to add ' + j.name;
   else if (j.state === 'running') li.textContent = 'Adding ' + j.name + (j.passages_total ? ': ' +
     n(j.passages_done) + ' of ' + n(j.passages_total) + ' passages' : '…');
+  else if (j.state === 'preparing') li.textContent = j.name + ' is searchable; preparing answers: ' +
+    n(j.passages_done) + ' of ' + n(j.passages_total) + ' statements';
   else if (j.status === 'failed' || j.status === 'skipped') {
     li.className = 'refused'; li.textContent = j.name + ' was not added: ' + (j.reason || j.status);
   } else li.textContent = j.name + ': ' + j.status + ' (' + n(j.passages || 0) + ' passages)';
@@ -171,15 +173,16 @@ async function refreshDocs() {
     : d.more ? 'and ' + d.more.toLocaleString() + ' more' : d.documents.length ? '' : 'No documents yet.';
   watchJobs(d.jobs);
 }
-function watchJobs(jobs) {  // while an ingest runs, its progress is polled; the list is read again when one ends
-  const done = jobs.filter((j) => j.state === 'done').length;
+function watchJobs(jobs) {  // while an ingest runs, its progress is polled; the list is read again when one is written
+  const written = (js) => js.filter((j) => j.state === 'done' || j.state === 'preparing').length;
+  const done = written(jobs);
   if (!jobs.some((j) => j.state !== 'done') || polling) return;
   polling = true;
   setTimeout(async () => {
     polling = false;
     let d;
     try { d = await (await fetch('/api/documents?only=jobs')).json(); } catch (e) { return; }
-    if (d.jobs.filter((j) => j.state === 'done').length !== done) { refreshDocs(); return; }
+    if (written(d.jobs) !== done) { refreshDocs(); return; }
     for (const li of [...$('jobs').children]) if (!li.dataset.local) li.remove();
     for (const j of d.jobs.slice().reverse()) $('jobs').append(jobLine(j));
     watchJobs(d.jobs);

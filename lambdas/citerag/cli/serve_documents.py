@@ -61,7 +61,7 @@ class Job:
     name: str
     uri: str
     note: str = ""  # what storing it did that the user should know (a name already taken)
-    state: str = "queued"  # queued, running, done
+    state: str = "queued"  # queued, running, preparing (the answerer's statements), done
     passages_done: int = 0
     passages_total: int = 0
     result: IngestResult | None = None
@@ -192,10 +192,33 @@ class Uploads:
                                       system=True)
         if job.result.status in ("failed", "skipped") and new:
             path.unlink(missing_ok=True)  # refused: nothing of it is kept
-        elif job.result.status in ("added", "replaced") and self._on_written:
-            self._on_written()
+        elif job.result.status in ("added", "replaced"):
+            if self._on_written:
+                self._on_written()
+            self._prepare_answers(job)
         job.state = "done"
         return job
+
+    def _prepare_answers(self, job: Job) -> None:
+        """As `citerag ingest` does: the answerer's statements of the document embedded now, so its first answer
+        embeds only the question. The document is searchable already; a failure here costs only that speed."""
+        from citerag.cli.common import answer_statements, prepares_answers
+
+        comps = self._comps()
+        if not prepares_answers(comps):
+            return
+        try:
+            texts = answer_statements([job.uri])
+            if not texts:
+                return
+            job.state, job.passages_done, job.passages_total = "preparing", 0, len(texts)
+
+            def advance(n: int) -> None:
+                job.passages_done += n
+
+            comps.embedder.embed_passages(texts, progress=advance)
+        except Exception:  # the document is indexed: a first answer embeds its statements itself
+            return
 
     def jobs(self) -> list[dict[str, Any]]:
         with self._lock:
