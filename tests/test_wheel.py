@@ -50,7 +50,9 @@ def test_the_sdist_and_wheel_pass_twine_check_and_carry_the_data_files(dist):
     names = set(zipfile.ZipFile(wheel).namelist())
     for data in ("citerag/samples/kumo-pure-300-manual-en.pdf", "citerag/samples/faq-ja.md",
                  "citerag/citations/templates/claude46/orchestration.json", "citerag/bench/public_sets.json",
-                 "citerag/py.typed"):
+                 "citerag/py.typed", "citerag/cli/static/viewer.mjs", "citerag/cli/static/viewer.css",
+                 "citerag/cli/static/pdfjs/pdf.min.mjs", "citerag/cli/static/pdfjs/pdf.worker.min.mjs",
+                 "citerag/cli/static/pdfjs/LICENSE", "citerag/cli/static/pdfjs/cmaps/UniJIS-UCS2-H.bcmap"):
         assert data in names
     answerer = ROOT / "lambdas" / "citerag" / "answerer"
     for data in [*answerer.glob("*.json"), *answerer.glob("rules/*.json")]:

@@ -74,6 +74,8 @@ class Settings(BaseSettings):
     chunk_chars: int = Field(600, ge=100, le=8000)
     chunk_overlap_chars: int = Field(120, ge=0, le=2000)
     max_file_bytes: int = 200 * 1024 * 1024
+    # Of one file added from `citerag serve`'s page (docs/web-page.md); ingest's own limits apply too.
+    serve_max_upload_bytes: int = Field(50 * 1024 * 1024, ge=1)
     max_pdf_pages: int = 5000
     max_chunks_per_document: int = Field(20_000, ge=1)
     # OCR of scanned PDF pages and PNG/JPEG/TIFF images (the ocr extra and Debian's tesseract-ocr; docs/formats.md).

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from citerag.citations import drafts
 from citerag.citations import messages_format as mf
 from citerag.citations.chat import ModelOutput, approx_tokens, messages_of, text_of
 from citerag.errors import DependencyError
@@ -41,7 +42,9 @@ class OpenAICompatibleModel:
             request["tools"] = [{"type": "function", "function": {
                 "name": t["name"], "description": t.get("description", ""),
                 "parameters": t.get("input_schema") or {"type": "object"}}} for t in prompt["tools"]]
-        text, calls, finish, usage = self._stream(request)
+        # The answer step's words, shown as they come to whoever listens (serve); other steps are not answers.
+        draft = drafts.listening() if prompt_type == "ORCHESTRATION" else None
+        text, calls, finish, usage = self._stream(request, draft)
         tokens_in = usage.get("prompt_tokens") or approx_tokens(json.dumps(messages, ensure_ascii=False))
         tokens_out = usage.get("completion_tokens") or approx_tokens(text)
         if not native:
@@ -52,7 +55,8 @@ class OpenAICompatibleModel:
                                input_tokens=tokens_in, output_tokens=tokens_out)
         return ModelOutput(text=raw, input_tokens=tokens_in, output_tokens=tokens_out)
 
-    def _stream(self, request: dict[str, Any]) -> tuple[str, dict[int, dict[str, str]], str, dict[str, int]]:
+    def _stream(self, request: dict[str, Any], draft: drafts.DraftText | None = None
+                ) -> tuple[str, dict[int, dict[str, str]], str, dict[str, int]]:
         import openai
 
         text: list[str] = []
@@ -67,6 +71,8 @@ class OpenAICompatibleModel:
                     delta = choice.delta
                     if delta and delta.content:
                         text.append(delta.content)
+                        if draft is not None:
+                            draft.heard(delta.content)
                     for tc in (delta.tool_calls or []) if delta else []:
                         call = calls.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
                         call["id"] = tc.id or call["id"]

