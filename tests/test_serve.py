@@ -170,7 +170,7 @@ def test_a_markdown_source_is_listed_and_opened_with_its_section(server, browser
 
 
 def test_a_question_not_answered_lists_where_to_look(server, browser, tmp_path):
-    page = browser.open(f"{server}/?q={quote('How much does a replacement HEPA filter cost?')}")
+    page = browser.open(f"{server}/?q={quote('Does the Kumo Pure 300 work with Alexa?')}")
     page.wait_for("document.querySelectorAll('#related li').length > 0")
     seen = page.text()
     # Said once, by the answer (the status line said it again).
