@@ -57,17 +57,17 @@ def test_ask_says_plainly_when_the_documents_do_not_answer():
 
 @pytest.mark.parametrize("agent", ["local", "none", "agentcore-local"])
 def test_a_question_not_answered_names_where_search_found_passages(agent):
-    # A near miss (the FAQ on replacing the filter says nothing of its price), or a fact worded otherwise than the
+    # A near miss (the FAQ on the app says nothing of voice assistants), or a fact worded otherwise than the
     # question: "not found" alone left the user nowhere; the files and sections search found are where to look.
     r = run("ask", "Does the Kumo Pure 300 work with Alexa?", "--agent", agent, "--json")
     data = json.loads(r.stdout)
     assert not data["answered"] and data["citations"] == []
     assert data["related"] and all(set(p) == {"uri", "title", "page", "section"} for p in data["related"])
-    assert data["related"][0]["uri"].endswith("faq-en.md") and "Filters" in data["related"][0]["section"]
+    assert data["related"][0]["uri"].endswith("faq-en.md") and "App and Wi-Fi" in data["related"][0]["section"]
     assert len({(p["uri"], p["page"], p["section"]) for p in data["related"]}) == len(data["related"]) <= 3
     r = run("ask", "Does the Kumo Pure 300 work with Alexa?", "--agent", agent)
     assert "The documents do not answer this question." in r.stdout and "Where to look" in r.stdout
-    assert "faq-en.md, Kumo Pure 300 FAQ > Filters" in " ".join(r.stdout.split())
+    assert "faq-en.md, Kumo Pure 300 FAQ > App and Wi-Fi" in " ".join(r.stdout.split())
     assert "Sources" not in r.stdout  # nothing is cited: no sentence of theirs is claimed
     # An answer lists its sources, and no place to look.
     answered = json.loads(run("ask", "Can I wash the HEPA filter?", "--agent", agent, "--json").stdout)

@@ -176,10 +176,11 @@ def test_a_question_not_answered_lists_where_to_look(server, browser, tmp_path):
     # Said once, by the answer (the status line said it again).
     assert seen.count("The documents do not answer this question.") == 1 and "Where to look" in seen
     assert page.eval("document.getElementById('sources-title').hidden")
-    assert "Kumo Pure 300 FAQ > Filters" in page.eval("document.querySelector('#related li a').innerText")
+    assert "Kumo Pure 300 FAQ > App and Wi-Fi" in page.eval("document.querySelector('#related li a').innerText")
     page.follow("document.querySelector('#related li a').href")
     page.wait_for("document.getElementById('where') !== null")
-    assert page.eval("document.getElementById('where').innerText").startswith("faq-en.md, Kumo Pure 300 FAQ > Filters")
+    assert page.eval("document.getElementById('where').innerText").startswith(
+        "faq-en.md, Kumo Pure 300 FAQ > App and Wi-Fi")
     assert page.eval("document.getElementById('quote') === null")  # a place to look has no quote: no empty bar
     # An answered question lists no place to look.
     page = browser.open(f"{server}/?q={quote('Can I wash the HEPA filter?')}")
