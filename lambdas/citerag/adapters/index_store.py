@@ -8,6 +8,8 @@ and the append, an index written by an older citerag, a deleted folder). Layout 
     manifest.json           generation, rows, postings segments, metadata keys; replaced atomically, written last
     e<epoch>/dense.f32      row-major float32 vectors, appended
     e<epoch>/seq.i64        each row's SQLite `records.seq` (increasing), appended
+    e<epoch>/ids.bin        each row's record id (UTF-8, concatenated) and ids.end its end offset: a search ranks
+                            and breaks ties by id without reading SQLite
     e<epoch>/dead.i64       rows deleted since the epoch began (tombstones), appended
     e<epoch>/p<a>-<b>.*     BM25 postings of rows [a, b), term-major: terms, starts, rows, vals
     e<epoch>/m<key>.*       one metadata key, dictionary-encoded: distinct values (JSON lines), (row, code) of each
@@ -44,7 +46,7 @@ from citerag.search import filters
 # Metadata keys not dictionary-encoded: the chunk text is unique per row and as large as everything else together.
 # A filter on one of them is still exact, evaluated record by record from SQLite (slow, and rare).
 UNINDEXED_KEYS = frozenset({"text"})
-MANIFEST_VERSION = 1
+MANIFEST_VERSION = 2
 _PURGE_DEAD_SHARE = 1 / 3
 _READ_BATCH = 5000
 
@@ -54,14 +56,17 @@ class Delta:
     """Rows a commit added (in sequence order) and the sequence numbers of rows it deleted."""
 
     seqs: list[int] = field(default_factory=list)
+    ids: list[str] = field(default_factory=list)
     dense: list[np.ndarray] = field(default_factory=list)
     sparse_idx: list[np.ndarray] = field(default_factory=list)
     sparse_val: list[np.ndarray] = field(default_factory=list)
     metadata: list[dict[str, Any]] = field(default_factory=list)
     dead_seqs: list[int] = field(default_factory=list)
 
-    def add(self, seq: int, dense: np.ndarray, idx: np.ndarray, val: np.ndarray, md: dict[str, Any]) -> None:
+    def add(self, seq: int, rid: str, dense: np.ndarray, idx: np.ndarray, val: np.ndarray,
+            md: dict[str, Any]) -> None:
         self.seqs.append(seq)
+        self.ids.append(rid)
         self.dense.append(dense)
         self.sparse_idx.append(idx)
         self.sparse_val.append(val)
@@ -70,7 +75,7 @@ class Delta:
     def drop(self, seq: int) -> None:
         """A row deleted in the same transaction that added it never reaches the read structure."""
         i = self.seqs.index(seq)
-        for lst in (self.seqs, self.dense, self.sparse_idx, self.sparse_val, self.metadata):
+        for lst in (self.seqs, self.ids, self.dense, self.sparse_idx, self.sparse_val, self.metadata):
             del lst[i]
 
 
@@ -114,7 +119,8 @@ def _map(path: Path, dtype, count: int, shape: tuple[int, ...] | None = None) ->
     shape = shape or (count,)
     if count == 0:
         return np.zeros(shape, dtype=dtype)
-    return np.memmap(path, dtype=dtype, mode="r", shape=shape)
+    # A plain array over the mapping: numpy's memmap subclass adds a Python call to every slice and result.
+    return np.memmap(path, dtype=dtype, mode="r", shape=shape).view(np.ndarray)
 
 
 def _atomic_json(path: Path, obj: Any) -> None:
@@ -221,6 +227,8 @@ class Snapshot:
         self.root = root
         self.dense = _map(root / "dense.f32", np.float32, self.n * self.dim, (self.n, self.dim))
         self.seq = _map(root / "seq.i64", np.int64, self.n)
+        self._id_end = _map(root / "ids.end", np.int64, self.n)
+        self._id_bytes = _map(root / "ids.bin", np.uint8, manifest["id_bytes"])
         self.live = live
         self.postings = [Postings.load(root, a, b, nt, npost) for a, b, nt, npost in manifest["segments"]]
         self._columns: dict[str, filters.Column | None] = {}
@@ -249,6 +257,14 @@ class Snapshot:
             self.n, present, _map(stem.with_suffix(".erows"), np.int32, info["elems"]),
             _map(stem.with_suffix(".codes"), np.int32, info["elems"]), kv.values,
             lookup=kv.lookup, n_values=info["values"], single=not info["multi"])
+
+    def ids(self, rows: Sequence[int] | np.ndarray) -> list[str]:
+        """The record ids of the given rows."""
+        r = np.asarray(rows, dtype=np.int64)
+        ends = self._id_end[r].tolist()
+        starts = np.where(r > 0, self._id_end[np.maximum(r - 1, 0)], 0).tolist()
+        raw = self._id_bytes
+        return [raw[a:b].tobytes().decode("utf-8") for a, b in zip(starts, ends, strict=True)]
 
     def rows_of(self, seqs: Sequence[int]) -> np.ndarray:
         """Row numbers of the given sequence numbers (-1 where the snapshot has no such row)."""
@@ -310,12 +326,12 @@ class Source:
 
     def rows(self, conn: sqlite3.Connection, namespace: str, after_seq: int) -> Iterator[Delta]:
         cur = conn.execute(
-            "SELECT seq, dense, sparse_idx, sparse_val, metadata FROM records WHERE namespace=? AND seq>? "
+            "SELECT seq, id, dense, sparse_idx, sparse_val, metadata FROM records WHERE namespace=? AND seq>? "
             "ORDER BY seq", (namespace, after_seq))
         while batch := cur.fetchmany(_READ_BATCH):
             d = Delta()
-            for seq, dense, idx, val, md in batch:
-                d.add(seq, np.frombuffer(dense, np.float32), np.frombuffer(idx, np.uint32),
+            for seq, rid, dense, idx, val, md in batch:
+                d.add(seq, rid, np.frombuffer(dense, np.float32), np.frombuffer(idx, np.uint32),
                       np.frombuffer(val, np.float32), json.loads(md))
             yield d
 
@@ -377,6 +393,8 @@ class IndexStore:
         root = self.epoch_dir(namespace, m["epoch"])
         n = m["n_rows"]
         if (root / "dense.f32").stat().st_size < n * dim * 4 or (root / "seq.i64").stat().st_size < n * 8:
+            return False
+        if n and ((root / "ids.end").stat().st_size < n * 8 or (root / "ids.bin").stat().st_size < m["id_bytes"]):
             return False
         # A torn append shows as a wrong last sequence number.
         if n and int(np.fromfile(root / "seq.i64", np.int64, count=1, offset=(n - 1) * 8)[0]) != m["max_seq"]:
@@ -463,7 +481,7 @@ class IndexStore:
         shutil.rmtree(root, ignore_errors=True)
         root.mkdir(parents=True)
         m: dict[str, Any] = {"version": MANIFEST_VERSION, "db_id": db_id, "namespace": namespace, "dim": dim,
-                             "epoch": epoch, "generation": gen, "n_rows": 0, "max_seq": 0, "n_dead": 0,
+                             "epoch": epoch, "generation": gen, "n_rows": 0, "max_seq": 0, "n_dead": 0, "id_bytes": 0,
                              "segments": [], "keys": {}, "build": uuid.uuid4().hex}
         for d in self.source.rows(conn, namespace, 0):
             m = self._apply(namespace, m, d, gen, write_manifest=False)
@@ -491,6 +509,11 @@ class IndexStore:
             dense = np.stack([np.asarray(v, dtype=np.float32).reshape(dim) for v in d.dense])
             _append(root / "dense.f32", dense.tobytes(), n0 * dim * 4)
             _append(root / "seq.i64", np.asarray(d.seqs, dtype=np.int64).tobytes(), n0 * 8)
+            ids = [i.encode("utf-8") for i in d.ids]
+            ends = m["id_bytes"] + np.cumsum([len(i) for i in ids], dtype=np.int64)
+            _append(root / "ids.bin", b"".join(ids), m["id_bytes"])
+            _append(root / "ids.end", ends.tobytes(), n0 * 8)
+            m["id_bytes"] = int(ends[-1])
             self._append_postings(root, m, n0, d)
             self._append_metadata(namespace, root, m, n0, d.metadata)
             m["n_rows"] = n0 + k

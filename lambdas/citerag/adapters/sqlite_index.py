@@ -67,7 +67,10 @@ CREATE TABLE IF NOT EXISTS removed (namespace TEXT NOT NULL, generation INTEGER 
 CREATE INDEX IF NOT EXISTS removed_gen ON removed (namespace, generation);
 """
 _HITS_KEPT = 20_000  # parsed metadata of recently returned records (a few KB each)
-_MASKS_KEPT = 4  # filter masks cached per index: one query's dense and sparse halves share one, a session reuses it
+_MASKS_KEPT = 4
+# A filtered exact search scores only the allowed rows when they are at most this share of the namespace (gathering
+# rows costs more per row than the contiguous scan; below this share it costs less in all).
+_SUBSET_SCAN = 0.3  # filter masks cached per index: one query's dense and sparse halves share one, a session reuses it
 
 
 class SqliteIndex:
@@ -276,7 +279,7 @@ class SqliteIndex:
             rows.append((seq, namespace, r.id, info.doc_id, dense.tobytes(), idx.tobytes(), val.tobytes(), r.length,
                          md_json))
             # What SQLite stores is what filters see: the JSON, read back (tuples become lists).
-            write.delta.add(seq, dense, idx, val, json.loads(md_json))
+            write.delta.add(seq, r.id, dense, idx, val, json.loads(md_json))
             for t in r.sparse.indices:
                 added[t] = added.get(t, 0) + 1
             total_len += r.length
@@ -473,7 +476,13 @@ class SqliteIndex:
         if self._ann is not None and snap.n >= _ann_min_rows():
             rows, scores = self._ann.search(snap, q, top_k, self._allowed(snap, flt))
             return self._best(snap, rows, scores, top_k)
-        return self._top(snap, scan(snap.dense, q), top_k, flt)
+        allowed = self._allowed(snap, flt)
+        if allowed is not None:
+            rows = np.flatnonzero(allowed)
+            if len(rows) <= _SUBSET_SCAN * snap.n:
+                # A selective filter (a tenant's share): only its rows are read and scored.
+                return self._best(snap, rows, scan(snap.dense[rows], q) if len(rows) else rows, top_k)
+        return self._top(snap, scan(snap.dense, q), top_k, allowed)
 
     def query_sparse(
         self, vector: SparseVector, top_k: int, flt: dict | None = None, namespace: str = ""
@@ -519,14 +528,14 @@ class SqliteIndex:
                 self._masks.move_to_end(key)
         return mask
 
-    def _top(self, snap: Snapshot, scores: np.ndarray, top_k: int, flt: dict | None) -> list[Match]:
-        allowed = self._allowed(snap, flt)
+    def _top(self, snap: Snapshot, scores: np.ndarray, top_k: int, allowed: np.ndarray | None) -> list[Match]:
         if allowed is not None:
             scores[~allowed] = -np.inf
         n = len(scores)
         k = min(top_k, n)
-        cand = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
-        cand = cand[np.isfinite(scores[cand])]
+        cand = np.argpartition(scores, n - k)[n - k:] if k < n else np.arange(n)
+        if allowed is not None:
+            cand = cand[np.isfinite(scores[cand])]
         if k < n and len(cand) == k:
             cand = self._ties_by_id(snap, scores, cand, k)
         return self._matches(snap, cand, scores[cand])
@@ -535,22 +544,42 @@ class SqliteIndex:
         """The top k of candidate rows (an approximate search's), ties at the k-th score by id."""
         k = min(top_k, len(rows))
         if k < len(rows):
-            part = np.argpartition(-scores, k - 1)
-            kth = scores[part[k - 1]]
-            inside, tied = part[:k][scores[part[:k]] > kth], np.flatnonzero(scores == kth)
-            ids = self._ids(snap, rows[tied])
-            chosen = [t for _, t in sorted(zip(ids, tied.tolist(), strict=True))[: k - len(inside)]]
-            pick = np.concatenate([inside, np.asarray(chosen, dtype=np.int64)])
+            n = len(rows)
+            part = np.argpartition(scores, n - k)[n - k:]
+            kth = scores[part].min()
+            inside, tied = part[scores[part] > kth], np.flatnonzero(scores == kth)
+            if len(tied) == len(part) - len(inside):
+                pick = part
+            else:
+                ids = self._ids(snap, rows[tied])
+                chosen = [t for _, t in sorted(zip(ids, tied.tolist(), strict=True))[: k - len(inside)]]
+                pick = np.concatenate([inside, np.asarray(chosen, dtype=np.int64)])
             rows, scores = rows[pick], scores[pick]
         return self._matches(snap, rows, scores)
 
     def _matches(self, snap: Snapshot, rows: np.ndarray, scores: np.ndarray) -> list[Match]:
-        hits = self._hits(snap, rows)
+        """Ranked matches whose metadata is read when first asked for (load_metadata reads many at once): a
+        retriever ranks a hundred candidates, a search shows a few of them."""
+        ids = snap.ids(rows)
+        seqs = snap.seq[rows].tolist()
         # Ties broken by id so the same index and query always give the same order.
-        order = sorted((i for i in range(len(rows)) if int(rows[i]) in hits),
-                       key=lambda i: (-float(scores[i]), hits[int(rows[i])][0]))
-        return [Match(id=hits[int(rows[i])][0], score=float(scores[i]), metadata=hits[int(rows[i])][1])
-                for i in order]
+        order = sorted(range(len(ids)), key=lambda i: (-float(scores[i]), ids[i]))
+        return [_Deferred.of(self, ids[i], float(scores[i]), seqs[i]) for i in order]
+
+    def load_metadata(self, matches: Sequence[Match]) -> set[str]:
+        """Read the metadata of these matches (this index's) in one query. Returns the ids of those a commit deleted
+        since they were ranked (their metadata is empty): a search leaves them out."""
+        deferred = [m for m in matches if isinstance(m, _Deferred) and "metadata" not in m.__dict__]
+        if not deferred:
+            return set()
+        found = self._metadata([m.__dict__["_seq"] for m in deferred])
+        gone = set()
+        for m in deferred:
+            md = found.get(m.__dict__["_seq"])
+            m.__dict__["metadata"] = md or {}
+            if md is None:
+                gone.add(m.id)
+        return gone
 
     def _ties_by_id(self, snap: Snapshot, scores: np.ndarray, cand: np.ndarray, k: int) -> np.ndarray:
         """When the k-th score is shared by rows left out, keep those with the smallest ids, whatever the order
@@ -566,34 +595,25 @@ class SqliteIndex:
         return np.concatenate([above, np.asarray([r for _, r in chosen], dtype=np.int64)])
 
     def _ids(self, snap: Snapshot, rows: np.ndarray) -> list[str]:
-        seqs = snap.seq[rows].tolist()
-        got: dict[int, str] = {}
-        for i in range(0, len(seqs), 500):
-            part = seqs[i : i + 500]
-            got.update(self._read(f"SELECT seq, id FROM records WHERE seq IN ({','.join('?' * len(part))})",
-                                  tuple(part)))
-        return [got.get(s, "") for s in seqs]
+        return snap.ids(rows)
 
-    def _hits(self, snap: Snapshot, rows: np.ndarray) -> dict[int, tuple[str, dict]]:
-        """Id and metadata of the returned rows only (a row a later commit deleted is left out). A record never
-        changes under its seq (a replace writes new seqs), so recently returned ones are kept parsed."""
-        if not len(rows):
-            return {}
-        seqs = snap.seq[rows].tolist()
+    def _metadata(self, seqs: list[int]) -> dict[int, dict]:
+        """Metadata of the given records (a record a later commit deleted is left out). A record never changes
+        under its seq (a replace writes new seqs), so recently read ones are kept parsed."""
         cache = self._hit_cache
         with self._hit_lock:
             found = {s: cache[s] for s in seqs if s in cache}
         missing = [s for s in seqs if s not in found]
-        if missing:
-            got = {s: (rid, json.loads(md)) for s, rid, md in self._read(
-                f"SELECT seq, id, metadata FROM records WHERE seq IN ({','.join('?' * len(missing))})",
-                tuple(missing))}
+        for i in range(0, len(missing), 500):
+            part = missing[i : i + 500]
+            got = {s: json.loads(md) for s, md in self._read(
+                f"SELECT seq, metadata FROM records WHERE seq IN ({','.join('?' * len(part))})", tuple(part))}
             found.update(got)
             with self._hit_lock:
                 cache.update(got)
                 while len(cache) > _HITS_KEPT:  # oldest first
                     cache.pop(next(iter(cache)))
-        return {r: found[s] for r, s in zip(rows.tolist(), seqs, strict=True) if s in found}
+        return found
 
     def _generation(self, namespace: str) -> int:
         rows = self._read("SELECT generation FROM ns_state WHERE namespace=?", (namespace,))
@@ -614,6 +634,41 @@ class SqliteIndex:
                 raise self._translate(exc) from None
             self._snapshots[namespace] = snap
             return snap
+
+
+_set = object.__setattr__
+
+
+class _Deferred(Match):
+    """A match of this index whose metadata is read from SQLite when first used."""
+
+    @classmethod
+    def of(cls, index: SqliteIndex, rid: str, score: float, seq: int) -> _Deferred:
+        # What model_construct does, without its per-field walk (a search makes a hundred of these per retriever).
+        m = cls.__new__(cls)
+        _set(m, "__dict__", {"id": rid, "score": score, "_index": index, "_seq": seq})
+        _set(m, "__pydantic_fields_set__", {"id", "score"})
+        _set(m, "__pydantic_extra__", None)
+        _set(m, "__pydantic_private__", None)
+        return m
+
+    def __getattr__(self, name: str):
+        if name == "metadata":
+            d = self.__dict__
+            d["metadata"] = d["_index"]._metadata([d["_seq"]]).get(d["_seq"], {})
+            return d["metadata"]
+        return super().__getattr__(name)  # type: ignore[misc]
+
+    def model_dump(self, **kwargs):  # type: ignore[override]
+        _ = self.metadata
+        return {k: v for k, v in super().model_dump(**kwargs).items() if not k.startswith("_")}
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Match):
+            return NotImplemented
+        return (self.id, self.score, self.metadata) == (other.id, other.score, other.metadata)
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 def _ann_min_rows() -> int:
