@@ -2,7 +2,9 @@
 
 Records (dense + sparse + metadata) live in namespaces; a document's records are replaced in one
 transaction, so an interrupted ingest leaves the previous state intact. BM25 corpus statistics and parent
-texts (full pages/sections) are kept in the same file and change in the same transactions.
+texts (full pages/sections) are kept in the same file and change in the same transactions. Dense vectors are the
+exception: each is kept once, in the mapped vector file beside the database (written and flushed before the
+transaction that adds its record commits); SQLite keeps the record's id, sparse vector and metadata.
 
 Searches scan a read structure derived from the file (citerag.adapters.index_store): memory-mapped vectors,
 BM25 postings and columnar metadata beside it, which every commit extends (the rows it wrote, tombstones for the
@@ -14,6 +16,7 @@ namespace a generation that says whether the read structure is current.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import shutil
@@ -26,13 +29,15 @@ from pathlib import Path
 
 import numpy as np
 
+from citerag.adapters.index_store import METADATA_SQL as _METADATA
+from citerag.adapters.index_store import WITH_PARENT_SQL as _WITH_PARENT
 from citerag.adapters.index_store import Delta, IndexStore, Snapshot, Source, scan
 from citerag.errors import DiskFullError, IndexError_
 from citerag.search import filters
 from citerag.search.ports import DocumentInfo, Match, Record
 from citerag.search.sparse import CorpusStats, SparseVector
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # 3: dense vectors only in the mapped files (2 kept a copy in records.dense)
 log = logging.getLogger(__name__)
 
 _RECORDS = """
@@ -107,6 +112,8 @@ class SqliteIndex:
         except sqlite3.DatabaseError as exc:
             raise self._translate(exc) from None
         self._store = IndexStore(self.path, self._source)
+        if self._vectors_in_sqlite:
+            self._migrate_v2()
         self._ann = None
         if ann == "hnsw":
             from citerag.adapters.ann import HnswDense
@@ -142,7 +149,9 @@ class SqliteIndex:
         version = int(rows.get("schema_version", SCHEMA_VERSION))
         if version == 1:
             self._migrate_v1()
-        elif version != SCHEMA_VERSION:
+            version = 2
+        self._vectors_in_sqlite = version == 2  # moved out once the read structure can be built (_migrate_v2)
+        if version not in (2, SCHEMA_VERSION):
             raise IndexError_(
                 f"the index {self.path} has schema version {version}; this citerag reads {SCHEMA_VERSION}"
             )
@@ -179,8 +188,29 @@ class SqliteIndex:
             self._conn.execute("DROP TABLE records_v1")
             self._conn.execute("INSERT OR IGNORE INTO ns_state (namespace, generation) "
                                "SELECT DISTINCT namespace, 1 FROM documents")
-            self._conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
+            self._conn.execute("UPDATE meta SET value='2' WHERE key='schema_version'")
             self._conn.execute("INSERT OR IGNORE INTO meta VALUES ('db_id', ?)", (uuid.uuid4().hex,))
+
+    def _migrate_v2(self) -> None:
+        """Schema 2 -> 3, in place: every namespace's vector file is brought up to date from the vectors SQLite
+        holds, then SQLite's copies are dropped and the file compacted. In one write transaction, so no commit can
+        add a row between the two; an interrupted upgrade leaves schema 2 as it was."""
+        try:
+            with self._lock, self._tx():
+                for (ns,) in self._conn.execute("SELECT DISTINCT namespace FROM records").fetchall():
+                    with self._store.locked(ns):
+                        self._store.sync(ns, self._db_id, self._dim)
+                self._conn.execute("UPDATE records SET dense = x''")
+                self._conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
+        except OSError as exc:
+            raise IndexError_(f"the index {self.path} could not be upgraded to this citerag's format: "
+                              f"{exc.strerror or exc}") from None
+        self._vectors_in_sqlite = False
+        try:
+            self._conn.execute("VACUUM")  # give the freed pages back to the file system
+            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # VACUUM wrote the compacted file to the WAL
+        except sqlite3.OperationalError as exc:  # another process has it open: the pages are reused by later writes
+            log.info("the upgraded index %s was not compacted (%s)", self.path, exc)
 
     def _create_records(self) -> None:
         # Statement by statement: executescript would commit the transaction this runs in.
@@ -259,6 +289,7 @@ class SqliteIndex:
                 for info, records, parents in batch:
                     self._replace_locked(info, records, parents, namespace, write)
                 self._bump(namespace, write)
+                self._stage(namespace, write)
             self._publish(namespace, write)
 
     def _replace_locked(
@@ -270,15 +301,17 @@ class SqliteIndex:
         rows = []
         added: dict[int, int] = {}
         total_len = 0
+        cursors: dict[str, int] = {}
         for r in records:
             idx = np.asarray(r.sparse.indices, dtype=np.uint32)
             val = np.asarray(r.sparse.values, dtype=np.float32)
             dense = np.asarray(r.values, np.float32)
-            md_json = json.dumps(r.metadata, ensure_ascii=False)
+            md_json = json.dumps(_text_as_offsets(r.metadata, parents, cursors), ensure_ascii=False)
             seq = write.next_seq()
-            rows.append((seq, namespace, r.id, info.doc_id, dense.tobytes(), idx.tobytes(), val.tobytes(), r.length,
-                         md_json))
-            # What SQLite stores is what filters see: the JSON, read back (tuples become lists).
+            # The vector is written to the mapped file before the commit (_stage), not here.
+            rows.append((seq, namespace, r.id, info.doc_id, b"", idx.tobytes(), val.tobytes(), r.length, md_json))
+            # What SQLite stores is what filters see: the JSON, read back (tuples become lists; the text, which no
+            # column holds, may be offsets).
             write.delta.add(seq, r.id, dense, idx, val, json.loads(md_json))
             for t in r.sparse.indices:
                 added[t] = added.get(t, 0) + 1
@@ -361,6 +394,17 @@ class SqliteIndex:
                 "WHERE namespace=?1 AND generation<=?2), 0)) WHERE namespace=?1", (namespace, write.persisted))
             self._conn.execute("DELETE FROM removed WHERE namespace=? AND generation<=?", (namespace, write.persisted))
 
+    def _stage(self, namespace: str, write: _Write) -> None:
+        """Write the transaction's vectors to the mapped file before it commits: after the commit they are their
+        rows' only copy. A failure here rolls the transaction back."""
+        try:
+            self._store.stage(namespace, self._db_id, self._dim, write.delta)
+        except OSError as exc:
+            if exc.errno == errno.ENOSPC:
+                raise DiskFullError(f"the disk holding {self.path} is full; free some space and run the command "
+                                    "again (every document that finished is kept)") from None
+            raise IndexError_(f"the index {self.path} cannot be written: {exc.strerror or exc}") from None
+
     def _publish(self, namespace: str, write: _Write) -> None:
         """After the commit: append what it wrote to the read structure (no SQLite read when that structure was
         current before the commit). A failure here loses nothing: the next search catches up from SQLite."""
@@ -369,7 +413,7 @@ class SqliteIndex:
                 self._store.sync(namespace, self._db_id, self._dim, delta=write.delta, delta_from=write.generation - 1,
                                  generation=write.generation)
         except (OSError, sqlite3.Error, ValueError) as exc:
-            log.warning("the read structure of %s was not updated after a commit (%s); the next search rebuilds it",
+            log.warning("the read structure of %s was not updated after a commit (%s); the next search catches up",
                         self.path, exc)
 
     # --- reads ----------------------------------------------------------------------------------------------
@@ -400,7 +444,8 @@ class SqliteIndex:
 
     def document_metadata(self, doc_id: str, namespace: str = "") -> dict:
         """One chunk's metadata, for what every chunk of the document shares (tenant, groups, --meta)."""
-        rows = self._read("SELECT metadata FROM records WHERE namespace=? AND doc_id=? LIMIT 1", (namespace, doc_id))
+        rows = self._read(f"SELECT {_METADATA} FROM {_WITH_PARENT} WHERE r.namespace=? AND r.doc_id=? LIMIT 1",
+                          (namespace, doc_id))
         return json.loads(rows[0][0]) if rows else {}
 
     def document_parts(self, doc_id: str, namespace: str = "") -> list[tuple[int | None, str | None, str]]:
@@ -424,7 +469,8 @@ class SqliteIndex:
         for i in range(0, len(ids), 500):
             part = ids[i : i + 500]
             for rid, md in self._read(
-                f"SELECT id, metadata FROM records WHERE namespace=? AND id IN ({','.join('?' * len(part))})",
+                f"SELECT r.id, {_METADATA} FROM {_WITH_PARENT} WHERE r.namespace=? AND r.id IN "
+                f"({','.join('?' * len(part))})",
                 (namespace, *part),
             ):
                 out[rid] = json.loads(md)
@@ -607,7 +653,8 @@ class SqliteIndex:
         for i in range(0, len(missing), 500):
             part = missing[i : i + 500]
             got = {s: json.loads(md) for s, md in self._read(
-                f"SELECT seq, metadata FROM records WHERE seq IN ({','.join('?' * len(part))})", tuple(part))}
+                f"SELECT r.seq, {_METADATA} FROM {_WITH_PARENT} WHERE r.seq IN ({','.join('?' * len(part))})",
+                tuple(part))}
             found.update(got)
             with self._hit_lock:
                 cache.update(got)
@@ -675,6 +722,26 @@ def _ann_min_rows() -> int:
     from citerag.adapters import ann
 
     return ann.MIN_ROWS
+
+
+_FIND_SLACK = 4096  # how far past the previous chunk a chunk's text is looked for in its parent
+
+
+def _text_as_offsets(md: dict, parents: Mapping[str, str], cursors: dict[str, int]) -> dict:
+    """The metadata to store: a chunk's text is kept once, in its parent, when it is a slice of it (the chunker's
+    char_start/char_end say where; else it is looked for a little past the previous chunk of the same parent)."""
+    text, pid = md.get("text"), md.get("parent_id")
+    parent = parents.get(pid) if isinstance(pid, str) else None
+    if not isinstance(text, str) or not text or not parent:
+        return md
+    at = md.get("char_start")
+    if not (isinstance(at, int) and parent.startswith(text, at)):
+        start = cursors.get(pid, 0)
+        at = parent.find(text, start, start + len(text) + _FIND_SLACK)
+        if at < 0:
+            return md
+    cursors[pid] = at
+    return {**md, "text": [at, at + len(text)]}
 
 
 class _DocFreqs(Mapping):
