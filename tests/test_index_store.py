@@ -279,6 +279,12 @@ def test_hnsw_search_keeps_exact_scores_filters_and_deletions(tmp_path, monkeypa
     for d in range(0, 300, 10):
         exact.delete_document(f"d{d}")
     approx = SqliteIndex(path, dim=DIM, model_id="t", ann="hnsw")
+    graphs = Path(str(path) + "-snapshot")
+    assert approx.query_dense(vec(7), 10) == exact.query_dense(vec(7), 10)  # no graph yet: the exact scan
+    assert not list(graphs.glob("ns-*/e*/hnsw.json"))  # a search never builds one
+    (built,) = approx.prepare_search()  # what ingest does once its documents are written
+    assert (built["namespace"], built["rows"], built["added"]) == ("", 1200, 1200) and built["seconds"] >= 0
+    assert approx.prepare_search() == []  # up to date: nothing to add
     found = 0
     for s in range(20):
         q = vec(1000 + s)
@@ -291,11 +297,15 @@ def test_hnsw_search_keeps_exact_scores_filters_and_deletions(tmp_path, monkeypa
         assert len(filtered) == 10 and {m.metadata["tenant"] for m in filtered} == {"t1"}
         assert not any(m.metadata["doc_id"] in {f"d{d}" for d in range(0, 300, 10)} for m in got)
     assert found / 200 >= 0.9  # recall@10
-    saved = json.loads(next(Path(str(path) + "-snapshot").glob("ns-*/e*/hnsw.json")).read_text())
+    saved = json.loads(next(graphs.glob("ns-*/e*/hnsw.json")).read_text())
     assert saved["rows"] == 1200
-    # Rows appended after the graph was built are searched exactly until the graph grows to cover them.
+    # Rows appended after the graph was built are searched exactly until the next ingest extends the graph.
     exact.replace_document(info("new"), [Record(id="new#0", values=vec(5000), metadata={"doc_id": "new"})], {})
     assert approx.query_dense(vec(5000), 1)[0].id == "new#0"
+    assert json.loads(next(graphs.glob("ns-*/e*/hnsw.json")).read_text())["rows"] == 1200
+    (grown,) = approx.prepare_search()
+    assert (grown["rows"], grown["added"]) == (1201, 1)
+    assert approx.query_dense(vec(5000), 1)[0].id == "new#0"  # through the extended graph, seen by mtime
 
 
 def test_an_unknown_approximate_search_is_refused(tmp_path):

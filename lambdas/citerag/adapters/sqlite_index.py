@@ -512,6 +512,21 @@ class SqliteIndex:
                 total += p.stat().st_size
         return total
 
+    def prepare_search(self) -> list[dict]:
+        """What ingest does once its documents are written: with the HNSW option, build or extend each large
+        namespace's graph (a search never builds one; it scans the rows the graph does not cover). Returns what was
+        built: namespace, rows, rows added, seconds."""
+        if self._ann is None:
+            return []
+        built = []
+        for (ns,) in self._read("SELECT namespace FROM ns_state ORDER BY namespace"):
+            snap = self._snapshot(ns)
+            if snap.n >= _ann_min_rows():
+                done = self._ann.build(snap)
+                if done:
+                    built.append({"namespace": ns, **done})
+        return built
+
     # --- search ---------------------------------------------------------------------------------------------
 
     def query_dense(self, vector: np.ndarray, top_k: int, flt: dict | None = None, namespace: str = "") -> list[Match]:

