@@ -385,7 +385,7 @@ def test_a_commit_that_never_happens_leaves_no_vector_behind(path, monkeypatch):
 def test_a_chunks_text_is_kept_once_in_its_parent(path):
     """A chunk whose text is a slice of its page is stored as offsets into the page; every reader still sees the
     text, and a filter on it still matches. A text that is no slice of its page is kept as it is."""
-    page = "First sentence here. Second sentence there. Third one, with ünïcödé and 日本語 text."
+    page = "First sentence here. Second sentence there. Third one, with ünïcödé and 日本語 text 😀 𝔘𝔫𝔦."
     chunks = [(0, 20), (21, 43), (44, len(page))]
     records = [Record(id=f"a#{i}", values=vec(i), sparse=SparseVector(indices=[i], values=[1.0]),
                       metadata={"doc_id": "a", "parent_id": "a#p1", "text": page[s:e], "char_start": s, "page": 1},
