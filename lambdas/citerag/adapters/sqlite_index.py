@@ -594,10 +594,16 @@ class SqliteIndex:
             scores[~allowed] = -np.inf
         n = len(scores)
         k = min(top_k, n)
-        cand = np.argpartition(scores, n - k)[n - k:] if k < n else np.arange(n)
+        if k >= n:
+            cand = np.arange(n)
+            runner_up = None
+        else:
+            # The top k and the best row left out: a tie across the cut is seen without another pass over n scores.
+            part = np.argpartition(scores, n - k - 1)[n - k - 1:]
+            cand, runner_up = part[1:], scores[part[0]]
         if allowed is not None:
             cand = cand[np.isfinite(scores[cand])]
-        if k < n and len(cand) == k:
+        if runner_up is not None and len(cand) == k and runner_up >= scores[cand].min():
             cand = self._ties_by_id(snap, scores, cand, k)
         return self._matches(snap, cand, scores[cand])
 
