@@ -244,7 +244,9 @@ def file_attacks(f: Findings, work: Path) -> None:
         return
     f.check("cli ingest", "hostile folder", "Traceback" not in r.stderr + r.stdout, r.stderr[-300:])
     index = work / "data" / "index.sqlite"
-    texts = sqlite3.connect(index).execute("SELECT metadata FROM records").fetchall() if index.exists() else []
+    # A chunk's text is kept in its parent's (its metadata holds offsets into it).
+    texts = sqlite3.connect(index).execute("SELECT metadata FROM records UNION ALL SELECT text FROM parents"
+                                           ).fetchall() if index.exists() else []
     f.check("cli ingest", "links out of the folder", not any("SECRETSECRET" in t for (t,) in texts),
             "a file outside the folder was indexed")
     for args in (["search", "guide filter red"], ["status"], ["ask", "guide filter", "--agent", "none"]):
@@ -578,8 +580,10 @@ def _consistent(index: Path, n_docs: int, versions: set[int], env: dict) -> tupl
     if con.execute("PRAGMA integrity_check").fetchone()[0] != "ok":
         return False, "SQLite integrity check failed"
     by_doc: dict[str, set[int]] = {}
-    for doc_id, md in con.execute("SELECT doc_id, metadata FROM records"):
-        m = re.search(r"version (\d+)", json.loads(md).get("text", ""))
+    from citerag.adapters.index_store import METADATA_SQL, WITH_PARENT_SQL
+
+    for doc_id, md in con.execute(f"SELECT r.doc_id, {METADATA_SQL} FROM {WITH_PARENT_SQL}"):
+        m = re.search(r"version (\d+)", json.loads(md).get("text") or "")
         by_doc.setdefault(doc_id, set()).add(int(m.group(1)) if m else -1)
     con.close()
     if len(by_doc) != n_docs:

@@ -294,3 +294,23 @@ def test_replayed_events_go_to_the_index_the_environment_names(tmp_path, monkeyp
     r = run("invoke", "ingest", str(EVENTS / "ingest-created.json"), "--json")
     assert r.exit_code == 0, r.output
     assert index.exists() and not (tmp_path / "data" / "replayed-events.sqlite").exists()
+
+
+def test_ingest_builds_the_search_graph_and_a_search_only_reads_it(tmp_path, monkeypatch):
+    """With CITERAG_INDEX_ANN=hnsw the graph is built by ingest, which says how long it took; a later search
+    uses it and builds nothing."""
+    from citerag.adapters import ann
+
+    monkeypatch.setattr(ann, "MIN_ROWS", 1)
+    index = tmp_path / "i.sqlite"
+    env = {**FAST, "CITERAG_INDEX_ANN": "hnsw"}
+    r = run("ingest", str(SAMPLES), "--index", str(index), "--json", env=env)
+    (built,) = json.loads(r.stdout)["search_graph"]
+    assert built["rows"] == built["added"] > 6 and built["seconds"] >= 0
+    (saved,) = Path(str(index) + "-snapshot").glob("ns-*/e*/hnsw.json")
+    before = saved.stat().st_mtime_ns
+    r = run("search", "HEPA filter", "--index", str(index), "--json", env=env)
+    assert json.loads(r.stdout)
+    assert saved.stat().st_mtime_ns == before
+    r = run("ingest", str(SAMPLES), "--index", str(index), "--json", env=env)
+    assert json.loads(r.stdout)["search_graph"] == []  # nothing new to add

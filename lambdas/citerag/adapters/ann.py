@@ -1,8 +1,9 @@
 """Approximate dense search for large embedded indexes: an HNSW graph (usearch) over the read structure's vectors.
 
 Chosen by `CITERAG_INDEX_ANN=hnsw` (the `ann` extra), for indexes where the exact scan no longer answers in 50 ms.
-The graph is built the first time a search needs it and saved beside the vectors (memory-mapped on later opens);
-rows appended since are scanned exactly until they are a quarter of the graph, then added to it. Candidates are
+The graph is built or extended by ingest, once its documents are written (`SqliteIndex.prepare_search`), and saved
+beside the vectors (memory-mapped by searches); a search never builds it: rows appended since the graph was saved
+(or every row, before there is a graph) are scanned exactly. Candidates are
 re-scored with the exact float32 vectors, so scores are the exact scan's; what changes is that a true neighbour can
 be missed (recall@10 measured by `citerag bench-index --ann hnsw`). Filters and deleted rows: the graph is asked
 for enough neighbours that, at the allowed share of rows, k survive; when too few rows are allowed (or the graph
@@ -15,6 +16,7 @@ import json
 import math
 import os
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +29,6 @@ from citerag.extras import needs
 MIN_ROWS = 50_000
 # Allowed rows scanned exactly rather than through the graph when there are at most this many of them.
 EXACT_ALLOWED = 20_000
-_GROW_SHARE = 0.25
 _BUILD_BATCH = 50_000
 
 
@@ -41,7 +42,7 @@ class HnswDense:
         self._Index = Index
         self.store = store
         self.ef_search, self.connectivity, self.expansion_add = ef_search, connectivity, expansion_add
-        self._graphs: dict[tuple[str, int], tuple[object, int]] = {}
+        self._graphs: dict[tuple[str, int], tuple[object, int, int]] = {}  # graph, rows, hnsw.json's mtime
         self._lock = threading.Lock()
 
     def search(self, snap: Snapshot, q: np.ndarray, k: int, allowed: np.ndarray | None) -> tuple[np.ndarray,
@@ -50,9 +51,9 @@ class HnswDense:
         n_allowed = snap.n if allowed is None else int(np.count_nonzero(allowed))
         if n_allowed == 0:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
-        if n_allowed <= max(EXACT_ALLOWED, k):
-            return self._exact(snap, q, allowed)
         graph, covered = self.graph(snap)
+        if graph is None or n_allowed <= max(EXACT_ALLOWED, k):
+            return self._exact(snap, q, allowed)
         want = min(covered, math.ceil(k * snap.n / n_allowed * 1.2) + 16)
         for _ in range(2):
             keys = np.asarray(graph.search(q, want, threads=1).keys, dtype=np.int64)  # type: ignore[attr-defined]
@@ -80,22 +81,33 @@ class HnswDense:
     # --- the graph ---------------------------------------------------------------------------------------------------
 
     def graph(self, snap: Snapshot):
-        """The saved graph of the snapshot's epoch and how many rows it covers; built or grown first if needed."""
+        """The saved graph of the snapshot's epoch and how many rows it covers; (None, 0) when there is none. Never
+        built here: ingest builds and extends it (build)."""
         key = (snap.namespace, snap.epoch)
+        try:
+            mtime = (snap.root / "hnsw.json").stat().st_mtime_ns
+        except OSError:
+            return None, 0
         with self._lock:
-            graph, covered = self._graphs.get(key, (None, 0))
-            if graph is None or snap.n - covered > _GROW_SHARE * max(covered, 1):
-                graph, covered = self._load_or_grow(snap)
+            graph, covered, seen = self._graphs.get(key, (None, 0, 0))
+            if graph is None or seen != mtime:  # none yet, or another process extended it
+                saved = _read_json(snap.root / "hnsw.json")
+                if not saved or saved["rows"] > snap.n:
+                    return None, 0
+                graph, covered = self._view(snap.root / saved["file"]), saved["rows"]
                 self._graphs = {k: v for k, v in self._graphs.items() if k[0] != snap.namespace}
-                self._graphs[key] = (graph, covered)
+                self._graphs[key] = (graph, covered, mtime)
             return graph, covered
 
-    def _load_or_grow(self, snap: Snapshot):
+    def build(self, snap: Snapshot) -> dict[str, float] | None:
+        """Bring the epoch's graph up to date with the snapshot: built, or extended by the rows appended since it was
+        saved. None when it already covers every row."""
         root = snap.root
         with self.store.locked(snap.namespace):
             saved = _read_json(root / "hnsw.json")
-            if saved and snap.n - saved["rows"] <= _GROW_SHARE * max(saved["rows"], 1):
-                return self._view(root / saved["file"]), saved["rows"]
+            if saved and saved["rows"] >= snap.n:
+                return None
+            t = time.perf_counter()
             if saved:
                 graph = self._Index.restore(str(root / saved["file"]))
                 start = saved["rows"]
@@ -114,7 +126,7 @@ class HnswDense:
             os.replace(tmp, root / "hnsw.json")
             if saved and saved["file"] != name:
                 (root / saved["file"]).unlink(missing_ok=True)
-        return self._view(root / name), snap.n
+        return {"rows": snap.n, "added": snap.n - start, "seconds": round(time.perf_counter() - t, 3)}
 
     def _view(self, path: Path):
         graph = self._Index.restore(str(path), view=True)  # memory-mapped, not read

@@ -1,13 +1,19 @@
 """The embedded index's read structure: what a search scans, kept on disk beside the SQLite file and mapped into
 memory, so a new process opens a million-chunk index in milliseconds and a commit appends instead of reloading.
 
-SQLite stays the durable, transactional store. This structure is derived from it, per namespace, keyed by the
-database's id and the namespace's generation, and rebuilt from it whenever they disagree (a crash between a commit
-and the append, an index written by an older citerag, a deleted folder). Layout of `<index>-snapshot/<ns key>/`:
+SQLite is the durable, transactional store of everything but the dense vectors, which are kept once, here: a write
+appends its vectors (and their sequence numbers) past what the manifest covers and flushes them to disk before its
+SQLite commit, and the manifest is extended after it. Everything else here is derived from SQLite, per namespace,
+keyed by the database's id and the namespace's generation, and rebuilt from it whenever they disagree (a crash
+between a commit and the append, an index written by an older citerag), taking the vectors from the previous
+files. Vectors that are gone (a deleted folder) cannot be rebuilt: the index is refused, naming the command that
+builds it again. Layout of `<index>-snapshot/<ns key>/`:
 
     manifest.json           generation, rows, postings segments, metadata keys; replaced atomically, written last
-    e<epoch>/dense.f32      row-major float32 vectors, appended
+    e<epoch>/dense.f32      row-major float32 vectors, appended (before the commit that adds their rows)
     e<epoch>/seq.i64        each row's SQLite `records.seq` (increasing), appended
+    e<epoch>/ids.bin        each row's record id (UTF-8, concatenated) and ids.end its end offset: a search ranks
+                            and breaks ties by id without reading SQLite
     e<epoch>/dead.i64       rows deleted since the epoch began (tombstones), appended
     e<epoch>/p<a>-<b>.*     BM25 postings of rows [a, b), term-major: terms, starts, rows, vals
     e<epoch>/m<key>.*       one metadata key, dictionary-encoded: distinct values (JSON lines), (row, code) of each
@@ -29,7 +35,6 @@ import json
 import os
 import shutil
 import sqlite3
-import tempfile
 import threading
 import uuid
 from collections.abc import Iterator, Sequence
@@ -39,12 +44,22 @@ from typing import Any
 
 import numpy as np
 
+from citerag.errors import IndexError_
 from citerag.search import filters
 
 # Metadata keys not dictionary-encoded: the chunk text is unique per row and as large as everything else together.
 # A filter on one of them is still exact, evaluated record by record from SQLite (slow, and rare).
 UNINDEXED_KEYS = frozenset({"text"})
-MANIFEST_VERSION = 1
+MANIFEST_VERSION = 2
+
+# A record's metadata as stored, with its text put back where it was kept as [start, end] offsets into its parent's
+# text (the page or section it is a slice of); `r` is the records table and `p` its parent, joined by WITH_PARENT_SQL.
+METADATA_SQL = ("CASE WHEN json_type(r.metadata, '$.text') = 'array' THEN json_set(r.metadata, '$.text', "
+                "substr(p.text, json_extract(r.metadata, '$.text[0]') + 1, "
+                "json_extract(r.metadata, '$.text[1]') - json_extract(r.metadata, '$.text[0]'))) ELSE r.metadata END")
+WITH_PARENT_SQL = ("records r LEFT JOIN parents p ON p.namespace = r.namespace "
+                   "AND p.parent_id = json_extract(r.metadata, '$.parent_id')")
+
 _PURGE_DEAD_SHARE = 1 / 3
 _READ_BATCH = 5000
 
@@ -54,14 +69,20 @@ class Delta:
     """Rows a commit added (in sequence order) and the sequence numbers of rows it deleted."""
 
     seqs: list[int] = field(default_factory=list)
+    ids: list[str] = field(default_factory=list)
     dense: list[np.ndarray] = field(default_factory=list)
     sparse_idx: list[np.ndarray] = field(default_factory=list)
     sparse_val: list[np.ndarray] = field(default_factory=list)
     metadata: list[dict[str, Any]] = field(default_factory=list)
     dead_seqs: list[int] = field(default_factory=list)
+    # The vectors are already in the files past what the manifest covers (staged before the commit, or rows read
+    # back from SQLite, which keeps no vectors): they are checked there, not written again.
+    staged: bool = False
 
-    def add(self, seq: int, dense: np.ndarray, idx: np.ndarray, val: np.ndarray, md: dict[str, Any]) -> None:
+    def add(self, seq: int, rid: str, dense: np.ndarray | None, idx: np.ndarray, val: np.ndarray,
+            md: dict[str, Any]) -> None:
         self.seqs.append(seq)
+        self.ids.append(rid)
         self.dense.append(dense)
         self.sparse_idx.append(idx)
         self.sparse_val.append(val)
@@ -70,7 +91,7 @@ class Delta:
     def drop(self, seq: int) -> None:
         """A row deleted in the same transaction that added it never reaches the read structure."""
         i = self.seqs.index(seq)
-        for lst in (self.seqs, self.dense, self.sparse_idx, self.sparse_val, self.metadata):
+        for lst in (self.seqs, self.ids, self.dense, self.sparse_idx, self.sparse_val, self.metadata):
             del lst[i]
 
 
@@ -114,7 +135,8 @@ def _map(path: Path, dtype, count: int, shape: tuple[int, ...] | None = None) ->
     shape = shape or (count,)
     if count == 0:
         return np.zeros(shape, dtype=dtype)
-    return np.memmap(path, dtype=dtype, mode="r", shape=shape)
+    # A plain array over the mapping: numpy's memmap subclass adds a Python call to every slice and result.
+    return np.memmap(path, dtype=dtype, mode="r", shape=shape).view(np.ndarray)
 
 
 def _atomic_json(path: Path, obj: Any) -> None:
@@ -221,6 +243,8 @@ class Snapshot:
         self.root = root
         self.dense = _map(root / "dense.f32", np.float32, self.n * self.dim, (self.n, self.dim))
         self.seq = _map(root / "seq.i64", np.int64, self.n)
+        self._id_end = _map(root / "ids.end", np.int64, self.n)
+        self._id_bytes = _map(root / "ids.bin", np.uint8, manifest["id_bytes"])
         self.live = live
         self.postings = [Postings.load(root, a, b, nt, npost) for a, b, nt, npost in manifest["segments"]]
         self._columns: dict[str, filters.Column | None] = {}
@@ -249,6 +273,14 @@ class Snapshot:
             self.n, present, _map(stem.with_suffix(".erows"), np.int32, info["elems"]),
             _map(stem.with_suffix(".codes"), np.int32, info["elems"]), kv.values,
             lookup=kv.lookup, n_values=info["values"], single=not info["multi"])
+
+    def ids(self, rows: Sequence[int] | np.ndarray) -> list[str]:
+        """The record ids of the given rows."""
+        r = np.asarray(rows, dtype=np.int64)
+        ends = self._id_end[r].tolist()
+        starts = np.where(r > 0, self._id_end[np.maximum(r - 1, 0)], 0).tolist()
+        raw = self._id_bytes
+        return [raw[a:b].tobytes().decode("utf-8") for a, b in zip(starts, ends, strict=True)]
 
     def rows_of(self, seqs: Sequence[int]) -> np.ndarray:
         """Row numbers of the given sequence numbers (-1 where the snapshot has no such row)."""
@@ -310,13 +342,15 @@ class Source:
 
     def rows(self, conn: sqlite3.Connection, namespace: str, after_seq: int) -> Iterator[Delta]:
         cur = conn.execute(
-            "SELECT seq, dense, sparse_idx, sparse_val, metadata FROM records WHERE namespace=? AND seq>? "
+            "SELECT seq, id, dense, sparse_idx, sparse_val, metadata FROM records WHERE namespace=? AND seq>? "
             "ORDER BY seq", (namespace, after_seq))
         while batch := cur.fetchmany(_READ_BATCH):
             d = Delta()
-            for seq, dense, idx, val, md in batch:
-                d.add(seq, np.frombuffer(dense, np.float32), np.frombuffer(idx, np.uint32),
-                      np.frombuffer(val, np.float32), json.loads(md))
+            for seq, rid, dense, idx, val, md in batch:
+                # An index of schema 2 kept each vector in SQLite too (read once, when it is upgraded).
+                vec = np.frombuffer(dense, np.float32) if dense else None
+                d.add(seq, rid, vec, np.frombuffer(idx, np.uint32), np.frombuffer(val, np.float32), json.loads(md))
+            d.staged = any(v is None for v in d.dense)
             yield d
 
     def removed(self, conn: sqlite3.Connection, namespace: str, after_generation: int) -> list[int]:
@@ -325,8 +359,8 @@ class Source:
 
     def metadata_rows(self, namespace: str, max_seq: int) -> Iterator[list[tuple[int, dict]]]:
         with self.read() as conn:
-            cur = conn.execute("SELECT seq, metadata FROM records WHERE namespace=? AND seq<=? ORDER BY seq",
-                               (namespace, max_seq))
+            cur = conn.execute(f"SELECT r.seq, {METADATA_SQL} FROM {WITH_PARENT_SQL} WHERE r.namespace=? AND r.seq<=? "
+                               "ORDER BY r.seq", (namespace, max_seq))
             while batch := cur.fetchmany(_READ_BATCH):
                 yield [(s, json.loads(m)) for s, m in batch]
 
@@ -336,13 +370,15 @@ class IndexStore:
 
     def __init__(self, index_path: Path, source: Source) -> None:
         self.source = source
+        self.index_path = index_path
         self.root = Path(str(index_path) + "-snapshot")
+        self.writable = True
         try:
             self.root.mkdir(exist_ok=True)
             (self.root / ".probe").touch()
         except OSError:
-            # A read-only index (a baked image, a read-only mount): keep this process's structure in a temp dir.
-            self.root = Path(tempfile.mkdtemp(prefix="citerag-snapshot-"))
+            # A read-only index (a baked image, a read-only mount): read in place, as it was written.
+            self.writable = False
         self._values: dict[tuple[str, int, str], _KeyValues] = {}
         self._values_lock = threading.Lock()
 
@@ -378,13 +414,24 @@ class IndexStore:
         n = m["n_rows"]
         if (root / "dense.f32").stat().st_size < n * dim * 4 or (root / "seq.i64").stat().st_size < n * 8:
             return False
+        if n and ((root / "ids.end").stat().st_size < n * 8 or (root / "ids.bin").stat().st_size < m["id_bytes"]):
+            return False
         # A torn append shows as a wrong last sequence number.
         if n and int(np.fromfile(root / "seq.i64", np.int64, count=1, offset=(n - 1) * 8)[0]) != m["max_seq"]:
             return False
         return all((root / f"p{a}-{b}.rows").exists() for a, b, _, _ in m["segments"])
 
+    def lost(self, why: str) -> IndexError_:
+        p = self.index_path
+        return IndexError_(f"the vectors of the index {p} are missing or damaged ({why}); they are kept only in "
+                           f"{self.root}. Build the index again: citerag reset --index {p}, then citerag ingest PATH "
+                           f"--index {p}")
+
     @contextlib.contextmanager
     def locked(self, namespace: str) -> Iterator[None]:
+        if not self.writable:  # nothing is written; a read-only folder takes no lock file
+            yield
+            return
         d = self.ns_dir(namespace)
         d.mkdir(parents=True, exist_ok=True)
         with open(d / "lock", "a+b") as fh:
@@ -435,37 +482,100 @@ class IndexStore:
         if delta is not None and m is not None and m["generation"] == delta_from and generation is not None:
             m = self._apply(namespace, m, delta, generation)
         else:
-            with self.source.read() as conn:
-                gen, pruned = self.source.state(conn, namespace)
-                if m is not None and m["generation"] == gen:
-                    return m
-                if m is None or pruned > m["generation"] or m["n_dead"] > _PURGE_DEAD_SHARE * max(m["n_rows"], 1):
-                    m = self._rebuild(namespace, db_id, dim, conn, gen, m)
-                else:
-                    dead = self.source.removed(conn, namespace, m["generation"])
-                    deltas = list(self.source.rows(conn, namespace, m["max_seq"])) or [Delta()]
-                    deltas[0].dead_seqs = dead
-                    for i, d in enumerate(deltas):
-                        m = self._apply(namespace, m, d, gen if i == len(deltas) - 1 else m["generation"],
-                                        write_manifest=i == len(deltas) - 1)
+            m = self.current(namespace, db_id, dim, m)
         if m["n_dead"] > _PURGE_DEAD_SHARE * max(m["n_rows"], 1) and m["n_rows"] > 1000:
             with self.source.read() as conn:
                 gen, _ = self.source.state(conn, namespace)
                 m = self._rebuild(namespace, db_id, dim, conn, gen, m)
         return m
 
+    def current(self, namespace: str, db_id: str, dim: int, m: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The manifest at SQLite's committed state, catching up (or rebuilding) first when the files are behind."""
+        m = m or self.manifest(namespace, db_id, dim)
+        with self.source.read() as conn:
+            gen, pruned = self.source.state(conn, namespace)
+            if m is not None and m["generation"] == gen:
+                return m
+            if not self.writable:
+                raise IndexError_(f"the index {self.index_path} is read-only and its folder {self.root} is not up to "
+                                  "date with it; open it once where it can be written")
+            if m is None or pruned > m["generation"] or m["n_dead"] > _PURGE_DEAD_SHARE * max(m["n_rows"], 1):
+                return self._rebuild(namespace, db_id, dim, conn, gen, m)
+            dead = self.source.removed(conn, namespace, m["generation"])
+            deltas = list(self.source.rows(conn, namespace, m["max_seq"])) or [Delta()]
+            deltas[0].dead_seqs = dead
+            for i, d in enumerate(deltas):
+                m = self._apply(namespace, m, d, gen if i == len(deltas) - 1 else m["generation"],
+                                write_manifest=i == len(deltas) - 1)
+        return m
+
+    def stage(self, namespace: str, db_id: str, dim: int, delta: Delta) -> None:
+        """Before a commit (inside its transaction): bring the files up to date, then append the commit's vectors and
+        sequence numbers past what the manifest covers and flush them to disk. After the commit they are the rows'
+        only copy; a commit that never happens leaves them to be overwritten by the next one."""
+        with self.locked(namespace):
+            m = self.current(namespace, db_id, dim)
+            if not delta.seqs:
+                return
+            root = self.epoch_dir(namespace, m["epoch"])
+            dense = np.stack([np.asarray(v, dtype=np.float32).reshape(dim) for v in delta.dense])
+            for name, data, offset in (("dense.f32", dense.tobytes(), m["n_rows"] * dim * 4),
+                                       ("seq.i64", np.asarray(delta.seqs, np.int64).tobytes(), m["n_rows"] * 8)):
+                with open(root / name, "ab") as fh:
+                    fh.truncate(offset)
+                    fh.write(data)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+            delta.staged = True
+
+    def _staged(self, root: Path, n0: int, seqs: Sequence[int], dim: int) -> None:
+        """Check that rows [n0, n0 + len(seqs)) of the files hold these sequence numbers and their vectors."""
+        k = len(seqs)
+        try:
+            have = np.fromfile(root / "seq.i64", np.int64, count=k, offset=n0 * 8)
+            size = (root / "dense.f32").stat().st_size
+        except OSError as exc:
+            raise self.lost(f"{exc.strerror or exc}") from None
+        if len(have) != k or not np.array_equal(have, np.asarray(seqs, np.int64)) or size < (n0 + k) * dim * 4:
+            raise self.lost(f"rows {n0}-{n0 + k} of {root} do not hold the vectors the database names")
+
+    def _vectors_of(self, namespace: str, db_id: str, dim: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """(sequence numbers, vectors) of every row the namespace's newest files hold, staged tail included, whatever
+        state their manifest is in; None when there are none."""
+        try:
+            m = json.loads((self.ns_dir(namespace) / "manifest.json").read_text(encoding="utf-8"))
+            if m.get("db_id") != db_id or m.get("dim") != dim:
+                return None
+            root = self.epoch_dir(namespace, int(m["epoch"]))
+            n = min((root / "seq.i64").stat().st_size // 8, (root / "dense.f32").stat().st_size // (dim * 4))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return None
+        return _map(root / "seq.i64", np.int64, n), _map(root / "dense.f32", np.float32, n * dim, (n, dim))
+
     def _rebuild(self, namespace: str, db_id: str, dim: int, conn: sqlite3.Connection, gen: int,
                  old: dict[str, Any] | None) -> dict[str, Any]:
-        """A new epoch from every record in SQLite (inside the caller's read transaction)."""
+        """A new epoch from every record in SQLite (inside the caller's read transaction), with the vectors of the
+        previous files."""
         ns_dir = self.ns_dir(namespace)
+        source = self._vectors_of(namespace, db_id, dim)
         epoch = (old["epoch"] + 1) if old else _next_epoch(ns_dir)
         root = self.epoch_dir(namespace, epoch)
         shutil.rmtree(root, ignore_errors=True)
         root.mkdir(parents=True)
         m: dict[str, Any] = {"version": MANIFEST_VERSION, "db_id": db_id, "namespace": namespace, "dim": dim,
-                             "epoch": epoch, "generation": gen, "n_rows": 0, "max_seq": 0, "n_dead": 0,
+                             "epoch": epoch, "generation": gen, "n_rows": 0, "max_seq": 0, "n_dead": 0, "id_bytes": 0,
                              "segments": [], "keys": {}, "build": uuid.uuid4().hex}
         for d in self.source.rows(conn, namespace, 0):
+            if d.staged:
+                if source is None:
+                    raise self.lost(f"no vector files in {ns_dir}")
+                seqs, vectors = source
+                want = np.asarray(d.seqs, np.int64)
+                pos = np.minimum(np.searchsorted(seqs, want), max(len(seqs) - 1, 0))
+                if not len(seqs) or not np.array_equal(seqs[pos], want):
+                    raise self.lost(f"{int(np.count_nonzero(seqs[pos] != want)) if len(seqs) else len(want)} rows "
+                                    f"have no vector in {ns_dir}")
+                d.dense, d.staged = list(vectors[pos]), False
             m = self._apply(namespace, m, d, gen, write_manifest=False)
         (root / "dead.i64").touch()
         self._publish(namespace, m)
@@ -487,10 +597,18 @@ class IndexStore:
             rows = pos[seqs[pos] == dead] if n0 else np.zeros(0, np.int64)
             _append(root / "dead.i64", rows.astype(np.int64).tobytes(), m["n_dead"] * 8)
             m["n_dead"] += len(rows)
-        if k:
+        if k and d.staged:
+            self._staged(root, n0, d.seqs, dim)
+        elif k:
             dense = np.stack([np.asarray(v, dtype=np.float32).reshape(dim) for v in d.dense])
             _append(root / "dense.f32", dense.tobytes(), n0 * dim * 4)
             _append(root / "seq.i64", np.asarray(d.seqs, dtype=np.int64).tobytes(), n0 * 8)
+        if k:
+            ids = [i.encode("utf-8") for i in d.ids]
+            ends = m["id_bytes"] + np.cumsum([len(i) for i in ids], dtype=np.int64)
+            _append(root / "ids.bin", b"".join(ids), m["id_bytes"])
+            _append(root / "ids.end", ends.tobytes(), n0 * 8)
+            m["id_bytes"] = int(ends[-1])
             self._append_postings(root, m, n0, d)
             self._append_metadata(namespace, root, m, n0, d.metadata)
             m["n_rows"] = n0 + k

@@ -2,7 +2,9 @@
 
 Records (dense + sparse + metadata) live in namespaces; a document's records are replaced in one
 transaction, so an interrupted ingest leaves the previous state intact. BM25 corpus statistics and parent
-texts (full pages/sections) are kept in the same file and change in the same transactions.
+texts (full pages/sections) are kept in the same file and change in the same transactions. Dense vectors are the
+exception: each is kept once, in the mapped vector file beside the database (written and flushed before the
+transaction that adds its record commits); SQLite keeps the record's id, sparse vector and metadata.
 
 Searches scan a read structure derived from the file (citerag.adapters.index_store): memory-mapped vectors,
 BM25 postings and columnar metadata beside it, which every commit extends (the rows it wrote, tombstones for the
@@ -14,6 +16,7 @@ namespace a generation that says whether the read structure is current.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import shutil
@@ -26,13 +29,15 @@ from pathlib import Path
 
 import numpy as np
 
+from citerag.adapters.index_store import METADATA_SQL as _METADATA
+from citerag.adapters.index_store import WITH_PARENT_SQL as _WITH_PARENT
 from citerag.adapters.index_store import Delta, IndexStore, Snapshot, Source, scan
 from citerag.errors import DiskFullError, IndexError_
 from citerag.search import filters
 from citerag.search.ports import DocumentInfo, Match, Record
 from citerag.search.sparse import CorpusStats, SparseVector
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # 3: dense vectors only in the mapped files (2 kept a copy in records.dense)
 log = logging.getLogger(__name__)
 
 _RECORDS = """
@@ -67,7 +72,10 @@ CREATE TABLE IF NOT EXISTS removed (namespace TEXT NOT NULL, generation INTEGER 
 CREATE INDEX IF NOT EXISTS removed_gen ON removed (namespace, generation);
 """
 _HITS_KEPT = 20_000  # parsed metadata of recently returned records (a few KB each)
-_MASKS_KEPT = 4  # filter masks cached per index: one query's dense and sparse halves share one, a session reuses it
+_MASKS_KEPT = 4
+# A filtered exact search scores only the allowed rows when they are at most this share of the namespace (gathering
+# rows costs more per row than the contiguous scan; below this share it costs less in all).
+_SUBSET_SCAN = 0.3  # filter masks cached per index: one query's dense and sparse halves share one, a session reuses it
 
 
 class SqliteIndex:
@@ -104,6 +112,8 @@ class SqliteIndex:
         except sqlite3.DatabaseError as exc:
             raise self._translate(exc) from None
         self._store = IndexStore(self.path, self._source)
+        if self._vectors_in_sqlite:
+            self._migrate_v2()
         self._ann = None
         if ann == "hnsw":
             from citerag.adapters.ann import HnswDense
@@ -139,7 +149,9 @@ class SqliteIndex:
         version = int(rows.get("schema_version", SCHEMA_VERSION))
         if version == 1:
             self._migrate_v1()
-        elif version != SCHEMA_VERSION:
+            version = 2
+        self._vectors_in_sqlite = version == 2  # moved out once the read structure can be built (_migrate_v2)
+        if version not in (2, SCHEMA_VERSION):
             raise IndexError_(
                 f"the index {self.path} has schema version {version}; this citerag reads {SCHEMA_VERSION}"
             )
@@ -176,8 +188,29 @@ class SqliteIndex:
             self._conn.execute("DROP TABLE records_v1")
             self._conn.execute("INSERT OR IGNORE INTO ns_state (namespace, generation) "
                                "SELECT DISTINCT namespace, 1 FROM documents")
-            self._conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
+            self._conn.execute("UPDATE meta SET value='2' WHERE key='schema_version'")
             self._conn.execute("INSERT OR IGNORE INTO meta VALUES ('db_id', ?)", (uuid.uuid4().hex,))
+
+    def _migrate_v2(self) -> None:
+        """Schema 2 -> 3, in place: every namespace's vector file is brought up to date from the vectors SQLite
+        holds, then SQLite's copies are dropped and the file compacted. In one write transaction, so no commit can
+        add a row between the two; an interrupted upgrade leaves schema 2 as it was."""
+        try:
+            with self._lock, self._tx():
+                for (ns,) in self._conn.execute("SELECT DISTINCT namespace FROM records").fetchall():
+                    with self._store.locked(ns):
+                        self._store.sync(ns, self._db_id, self._dim)
+                self._conn.execute("UPDATE records SET dense = x''")
+                self._conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
+        except OSError as exc:
+            raise IndexError_(f"the index {self.path} could not be upgraded to this citerag's format: "
+                              f"{exc.strerror or exc}") from None
+        self._vectors_in_sqlite = False
+        try:
+            self._conn.execute("VACUUM")  # give the freed pages back to the file system
+            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # VACUUM wrote the compacted file to the WAL
+        except sqlite3.OperationalError as exc:  # another process has it open: the pages are reused by later writes
+            log.info("the upgraded index %s was not compacted (%s)", self.path, exc)
 
     def _create_records(self) -> None:
         # Statement by statement: executescript would commit the transaction this runs in.
@@ -256,6 +289,7 @@ class SqliteIndex:
                 for info, records, parents in batch:
                     self._replace_locked(info, records, parents, namespace, write)
                 self._bump(namespace, write)
+                self._stage(namespace, write)
             self._publish(namespace, write)
 
     def _replace_locked(
@@ -267,16 +301,18 @@ class SqliteIndex:
         rows = []
         added: dict[int, int] = {}
         total_len = 0
+        cursors: dict[str, int] = {}
         for r in records:
             idx = np.asarray(r.sparse.indices, dtype=np.uint32)
             val = np.asarray(r.sparse.values, dtype=np.float32)
             dense = np.asarray(r.values, np.float32)
-            md_json = json.dumps(r.metadata, ensure_ascii=False)
+            md_json = json.dumps(_text_as_offsets(r.metadata, parents, cursors), ensure_ascii=False)
             seq = write.next_seq()
-            rows.append((seq, namespace, r.id, info.doc_id, dense.tobytes(), idx.tobytes(), val.tobytes(), r.length,
-                         md_json))
-            # What SQLite stores is what filters see: the JSON, read back (tuples become lists).
-            write.delta.add(seq, dense, idx, val, json.loads(md_json))
+            # The vector is written to the mapped file before the commit (_stage), not here.
+            rows.append((seq, namespace, r.id, info.doc_id, b"", idx.tobytes(), val.tobytes(), r.length, md_json))
+            # What SQLite stores is what filters see: the JSON, read back (tuples become lists; the text, which no
+            # column holds, may be offsets).
+            write.delta.add(seq, r.id, dense, idx, val, json.loads(md_json))
             for t in r.sparse.indices:
                 added[t] = added.get(t, 0) + 1
             total_len += r.length
@@ -358,6 +394,17 @@ class SqliteIndex:
                 "WHERE namespace=?1 AND generation<=?2), 0)) WHERE namespace=?1", (namespace, write.persisted))
             self._conn.execute("DELETE FROM removed WHERE namespace=? AND generation<=?", (namespace, write.persisted))
 
+    def _stage(self, namespace: str, write: _Write) -> None:
+        """Write the transaction's vectors to the mapped file before it commits: after the commit they are their
+        rows' only copy. A failure here rolls the transaction back."""
+        try:
+            self._store.stage(namespace, self._db_id, self._dim, write.delta)
+        except OSError as exc:
+            if exc.errno == errno.ENOSPC:
+                raise DiskFullError(f"the disk holding {self.path} is full; free some space and run the command "
+                                    "again (every document that finished is kept)") from None
+            raise IndexError_(f"the index {self.path} cannot be written: {exc.strerror or exc}") from None
+
     def _publish(self, namespace: str, write: _Write) -> None:
         """After the commit: append what it wrote to the read structure (no SQLite read when that structure was
         current before the commit). A failure here loses nothing: the next search catches up from SQLite."""
@@ -366,7 +413,7 @@ class SqliteIndex:
                 self._store.sync(namespace, self._db_id, self._dim, delta=write.delta, delta_from=write.generation - 1,
                                  generation=write.generation)
         except (OSError, sqlite3.Error, ValueError) as exc:
-            log.warning("the read structure of %s was not updated after a commit (%s); the next search rebuilds it",
+            log.warning("the read structure of %s was not updated after a commit (%s); the next search catches up",
                         self.path, exc)
 
     # --- reads ----------------------------------------------------------------------------------------------
@@ -397,7 +444,8 @@ class SqliteIndex:
 
     def document_metadata(self, doc_id: str, namespace: str = "") -> dict:
         """One chunk's metadata, for what every chunk of the document shares (tenant, groups, --meta)."""
-        rows = self._read("SELECT metadata FROM records WHERE namespace=? AND doc_id=? LIMIT 1", (namespace, doc_id))
+        rows = self._read(f"SELECT {_METADATA} FROM {_WITH_PARENT} WHERE r.namespace=? AND r.doc_id=? LIMIT 1",
+                          (namespace, doc_id))
         return json.loads(rows[0][0]) if rows else {}
 
     def document_parts(self, doc_id: str, namespace: str = "") -> list[tuple[int | None, str | None, str]]:
@@ -421,7 +469,8 @@ class SqliteIndex:
         for i in range(0, len(ids), 500):
             part = ids[i : i + 500]
             for rid, md in self._read(
-                f"SELECT id, metadata FROM records WHERE namespace=? AND id IN ({','.join('?' * len(part))})",
+                f"SELECT r.id, {_METADATA} FROM {_WITH_PARENT} WHERE r.namespace=? AND r.id IN "
+                f"({','.join('?' * len(part))})",
                 (namespace, *part),
             ):
                 out[rid] = json.loads(md)
@@ -463,6 +512,21 @@ class SqliteIndex:
                 total += p.stat().st_size
         return total
 
+    def prepare_search(self) -> list[dict]:
+        """What ingest does once its documents are written: with the HNSW option, build or extend each large
+        namespace's graph (a search never builds one; it scans the rows the graph does not cover). Returns what was
+        built: namespace, rows, rows added, seconds."""
+        if self._ann is None:
+            return []
+        built = []
+        for (ns,) in self._read("SELECT namespace FROM ns_state ORDER BY namespace"):
+            snap = self._snapshot(ns)
+            if snap.n >= _ann_min_rows():
+                done = self._ann.build(snap)
+                if done:
+                    built.append({"namespace": ns, **done})
+        return built
+
     # --- search ---------------------------------------------------------------------------------------------
 
     def query_dense(self, vector: np.ndarray, top_k: int, flt: dict | None = None, namespace: str = "") -> list[Match]:
@@ -473,7 +537,13 @@ class SqliteIndex:
         if self._ann is not None and snap.n >= _ann_min_rows():
             rows, scores = self._ann.search(snap, q, top_k, self._allowed(snap, flt))
             return self._best(snap, rows, scores, top_k)
-        return self._top(snap, scan(snap.dense, q), top_k, flt)
+        allowed = self._allowed(snap, flt)
+        if allowed is not None:
+            rows = np.flatnonzero(allowed)
+            if len(rows) <= _SUBSET_SCAN * snap.n:
+                # A selective filter (a tenant's share): only its rows are read and scored.
+                return self._best(snap, rows, scan(snap.dense[rows], q) if len(rows) else rows, top_k)
+        return self._top(snap, scan(snap.dense, q), top_k, allowed)
 
     def query_sparse(
         self, vector: SparseVector, top_k: int, flt: dict | None = None, namespace: str = ""
@@ -519,15 +589,21 @@ class SqliteIndex:
                 self._masks.move_to_end(key)
         return mask
 
-    def _top(self, snap: Snapshot, scores: np.ndarray, top_k: int, flt: dict | None) -> list[Match]:
-        allowed = self._allowed(snap, flt)
+    def _top(self, snap: Snapshot, scores: np.ndarray, top_k: int, allowed: np.ndarray | None) -> list[Match]:
         if allowed is not None:
             scores[~allowed] = -np.inf
         n = len(scores)
         k = min(top_k, n)
-        cand = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
-        cand = cand[np.isfinite(scores[cand])]
-        if k < n and len(cand) == k:
+        if k >= n:
+            cand = np.arange(n)
+            runner_up = None
+        else:
+            # The top k and the best row left out: a tie across the cut is seen without another pass over n scores.
+            part = np.argpartition(scores, n - k - 1)[n - k - 1:]
+            cand, runner_up = part[1:], scores[part[0]]
+        if allowed is not None:
+            cand = cand[np.isfinite(scores[cand])]
+        if runner_up is not None and len(cand) == k and runner_up >= scores[cand].min():
             cand = self._ties_by_id(snap, scores, cand, k)
         return self._matches(snap, cand, scores[cand])
 
@@ -535,22 +611,42 @@ class SqliteIndex:
         """The top k of candidate rows (an approximate search's), ties at the k-th score by id."""
         k = min(top_k, len(rows))
         if k < len(rows):
-            part = np.argpartition(-scores, k - 1)
-            kth = scores[part[k - 1]]
-            inside, tied = part[:k][scores[part[:k]] > kth], np.flatnonzero(scores == kth)
-            ids = self._ids(snap, rows[tied])
-            chosen = [t for _, t in sorted(zip(ids, tied.tolist(), strict=True))[: k - len(inside)]]
-            pick = np.concatenate([inside, np.asarray(chosen, dtype=np.int64)])
+            n = len(rows)
+            part = np.argpartition(scores, n - k)[n - k:]
+            kth = scores[part].min()
+            inside, tied = part[scores[part] > kth], np.flatnonzero(scores == kth)
+            if len(tied) == len(part) - len(inside):
+                pick = part
+            else:
+                ids = self._ids(snap, rows[tied])
+                chosen = [t for _, t in sorted(zip(ids, tied.tolist(), strict=True))[: k - len(inside)]]
+                pick = np.concatenate([inside, np.asarray(chosen, dtype=np.int64)])
             rows, scores = rows[pick], scores[pick]
         return self._matches(snap, rows, scores)
 
     def _matches(self, snap: Snapshot, rows: np.ndarray, scores: np.ndarray) -> list[Match]:
-        hits = self._hits(snap, rows)
+        """Ranked matches whose metadata is read when first asked for (load_metadata reads many at once): a
+        retriever ranks a hundred candidates, a search shows a few of them."""
+        ids = snap.ids(rows)
+        seqs = snap.seq[rows].tolist()
         # Ties broken by id so the same index and query always give the same order.
-        order = sorted((i for i in range(len(rows)) if int(rows[i]) in hits),
-                       key=lambda i: (-float(scores[i]), hits[int(rows[i])][0]))
-        return [Match(id=hits[int(rows[i])][0], score=float(scores[i]), metadata=hits[int(rows[i])][1])
-                for i in order]
+        order = sorted(range(len(ids)), key=lambda i: (-float(scores[i]), ids[i]))
+        return [_Deferred.of(self, ids[i], float(scores[i]), seqs[i]) for i in order]
+
+    def load_metadata(self, matches: Sequence[Match]) -> set[str]:
+        """Read the metadata of these matches (this index's) in one query. Returns the ids of those a commit deleted
+        since they were ranked (their metadata is empty): a search leaves them out."""
+        deferred = [m for m in matches if isinstance(m, _Deferred) and "metadata" not in m.__dict__]
+        if not deferred:
+            return set()
+        found = self._metadata([m.__dict__["_seq"] for m in deferred])
+        gone = set()
+        for m in deferred:
+            md = found.get(m.__dict__["_seq"])
+            m.__dict__["metadata"] = md or {}
+            if md is None:
+                gone.add(m.id)
+        return gone
 
     def _ties_by_id(self, snap: Snapshot, scores: np.ndarray, cand: np.ndarray, k: int) -> np.ndarray:
         """When the k-th score is shared by rows left out, keep those with the smallest ids, whatever the order
@@ -566,34 +662,26 @@ class SqliteIndex:
         return np.concatenate([above, np.asarray([r for _, r in chosen], dtype=np.int64)])
 
     def _ids(self, snap: Snapshot, rows: np.ndarray) -> list[str]:
-        seqs = snap.seq[rows].tolist()
-        got: dict[int, str] = {}
-        for i in range(0, len(seqs), 500):
-            part = seqs[i : i + 500]
-            got.update(self._read(f"SELECT seq, id FROM records WHERE seq IN ({','.join('?' * len(part))})",
-                                  tuple(part)))
-        return [got.get(s, "") for s in seqs]
+        return snap.ids(rows)
 
-    def _hits(self, snap: Snapshot, rows: np.ndarray) -> dict[int, tuple[str, dict]]:
-        """Id and metadata of the returned rows only (a row a later commit deleted is left out). A record never
-        changes under its seq (a replace writes new seqs), so recently returned ones are kept parsed."""
-        if not len(rows):
-            return {}
-        seqs = snap.seq[rows].tolist()
+    def _metadata(self, seqs: list[int]) -> dict[int, dict]:
+        """Metadata of the given records (a record a later commit deleted is left out). A record never changes
+        under its seq (a replace writes new seqs), so recently read ones are kept parsed."""
         cache = self._hit_cache
         with self._hit_lock:
             found = {s: cache[s] for s in seqs if s in cache}
         missing = [s for s in seqs if s not in found]
-        if missing:
-            got = {s: (rid, json.loads(md)) for s, rid, md in self._read(
-                f"SELECT seq, id, metadata FROM records WHERE seq IN ({','.join('?' * len(missing))})",
-                tuple(missing))}
+        for i in range(0, len(missing), 500):
+            part = missing[i : i + 500]
+            got = {s: json.loads(md) for s, md in self._read(
+                f"SELECT r.seq, {_METADATA} FROM {_WITH_PARENT} WHERE r.seq IN ({','.join('?' * len(part))})",
+                tuple(part))}
             found.update(got)
             with self._hit_lock:
                 cache.update(got)
                 while len(cache) > _HITS_KEPT:  # oldest first
                     cache.pop(next(iter(cache)))
-        return {r: found[s] for r, s in zip(rows.tolist(), seqs, strict=True) if s in found}
+        return found
 
     def _generation(self, namespace: str) -> int:
         rows = self._read("SELECT generation FROM ns_state WHERE namespace=?", (namespace,))
@@ -616,10 +704,65 @@ class SqliteIndex:
             return snap
 
 
+_set = object.__setattr__
+
+
+class _Deferred(Match):
+    """A match of this index whose metadata is read from SQLite when first used."""
+
+    @classmethod
+    def of(cls, index: SqliteIndex, rid: str, score: float, seq: int) -> _Deferred:
+        # What model_construct does, without its per-field walk (a search makes a hundred of these per retriever).
+        m = cls.__new__(cls)
+        _set(m, "__dict__", {"id": rid, "score": score, "_index": index, "_seq": seq})
+        _set(m, "__pydantic_fields_set__", {"id", "score"})
+        _set(m, "__pydantic_extra__", None)
+        _set(m, "__pydantic_private__", None)
+        return m
+
+    def __getattr__(self, name: str):
+        if name == "metadata":
+            d = self.__dict__
+            d["metadata"] = d["_index"]._metadata([d["_seq"]]).get(d["_seq"], {})
+            return d["metadata"]
+        return super().__getattr__(name)  # type: ignore[misc]
+
+    def model_dump(self, **kwargs):  # type: ignore[override]
+        _ = self.metadata
+        return {k: v for k, v in super().model_dump(**kwargs).items() if not k.startswith("_")}
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Match):
+            return NotImplemented
+        return (self.id, self.score, self.metadata) == (other.id, other.score, other.metadata)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 def _ann_min_rows() -> int:
     from citerag.adapters import ann
 
     return ann.MIN_ROWS
+
+
+_FIND_SLACK = 4096  # how far past the previous chunk a chunk's text is looked for in its parent
+
+
+def _text_as_offsets(md: dict, parents: Mapping[str, str], cursors: dict[str, int]) -> dict:
+    """The metadata to store: a chunk's text is kept once, in its parent, when it is a slice of it (the chunker's
+    char_start/char_end say where; else it is looked for a little past the previous chunk of the same parent)."""
+    text, pid = md.get("text"), md.get("parent_id")
+    parent = parents.get(pid) if isinstance(pid, str) else None
+    if not isinstance(text, str) or not text or not parent:
+        return md
+    at = md.get("char_start")
+    if not (isinstance(at, int) and parent.startswith(text, at)):
+        start = cursors.get(pid, 0)
+        at = parent.find(text, start, start + len(text) + _FIND_SLACK)
+        if at < 0:
+            return md
+    cursors[pid] = at
+    return {**md, "text": [at, at + len(text)]}
 
 
 class _DocFreqs(Mapping):

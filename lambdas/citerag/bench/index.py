@@ -5,7 +5,10 @@ at each requested size, measures in a fresh process what a user notices: open + 
 warm p50/p95 of dense, sparse and hybrid searches with and without a tenant filter. Reference rows on the same data:
 the exact numpy scan (the floor) and, where installed, LanceDB, sqlite-vec and an HNSW index (usearch) with its
 recall@10. Data: 384-dim unit vectors around 1,000 centroids, ~600-character texts of Zipf-distributed words (BM25
-weights from the same tokenizer as real text), a `tenant` field with 10 values, page/offset fields like real chunks.
+weights from the same tokenizer as real text), a `tenant` field with 10 values, a `team` field whose value "small"
+holds 2% of the documents (a selective filter), page/offset fields like real chunks. Each latency comes with the CPU
+time it took (the machine is shared: wall time includes waiting for a core); the dense search is also timed against
+numpy's product and top-k on the same vectors in the same process, on one thread, query by query in turn.
 
 Everything runs in subprocesses of `python -m citerag.bench.index ROLE`, so memory is measured per system and one
 system's caches never help another's. Linux only (resident memory is read from /proc).
@@ -41,6 +44,11 @@ def tenant_filter(i: int) -> dict[str, str]:
     multi-tenant service sees; the index caches only a few masks)."""
     return {"tenant": f"tenant-{i % TENANTS}"}
 INGESTED_AT = "2026-11-22T00:00:00Z"
+SMALL_TEAM = {"team": "small"}  # 2% of the documents
+
+
+def team_of(d: int) -> str:
+    return "small" if d % 50 == 7 else "main"
 
 
 # --- synthetic data -------------------------------------------------------------------------------------------
@@ -71,7 +79,8 @@ class Synthetic:
         cent = self.centroids[rng.integers(0, CENTROIDS, size=CHUNKS_PER_DOC)]
         v = cent + rng.normal(size=(CHUNKS_PER_DOC, DIM)).astype(np.float32) / np.sqrt(DIM)
         v /= np.linalg.norm(v, axis=1, keepdims=True)
-        return {"word_ids": word_ids, "vectors": v.astype(np.float32), "tenant": f"tenant-{rng.integers(TENANTS)}"}
+        return {"word_ids": word_ids, "vectors": v.astype(np.float32), "tenant": f"tenant-{rng.integers(TENANTS)}",
+                "team": team_of(d)}
 
     def texts(self, d: int, version: int = 0) -> list[str]:
         return [" ".join(self.words[w].tolist()) for w in self._doc(d, version)["word_ids"]]
@@ -80,6 +89,10 @@ class Synthetic:
         """Dense vectors of chunks [start, stop) (whole documents), in chunk order."""
         return np.concatenate([self._doc(d)["vectors"] for d in range(start // CHUNKS_PER_DOC,
                                                                       stop // CHUNKS_PER_DOC)])
+
+    def teams(self, start: int, stop: int) -> np.ndarray:
+        return np.repeat([team_of(d) for d in range(start // CHUNKS_PER_DOC, stop // CHUNKS_PER_DOC)],
+                         CHUNKS_PER_DOC)
 
     def tenants(self, start: int, stop: int) -> np.ndarray:
         return np.repeat([self._doc(d)["tenant"] for d in range(start // CHUNKS_PER_DOC, stop // CHUNKS_PER_DOC)],
@@ -104,7 +117,7 @@ class Synthetic:
             pages[parent_id] = (pages.get(parent_id, "") + " " + text).strip()
             md = {"text": text, "title": f"Synthetic document {d}", "doc_id": doc_id, "parent_id": parent_id,
                   "source_uri": f"file:///synthetic/{doc_id}.txt", "page": page, "char_start": offset,
-                  "char_end": offset + len(text), "lang": "en", "tenant": doc["tenant"],
+                  "char_end": offset + len(text), "lang": "en", "tenant": doc["tenant"], "team": doc["team"],
                   "ingested_at": INGESTED_AT}
             offset += len(text) + 1
             records.append(Record(id=f"{doc_id}#{i:04d}", values=v,
@@ -145,15 +158,26 @@ def rss_mb() -> dict[str, float]:
     return {"rss_mb": round(fields.get("VmRSS", 0.0), 1), "peak_rss_mb": round(fields.get("VmHWM", 0.0), 1)}
 
 
+def _summary(ms: list[float], cpu: list[float]) -> dict[str, float]:
+    return {"p50_ms": round(percentile(ms, 50), 2), "p95_ms": round(percentile(ms, 95), 2),
+            "cpu_p50_ms": round(percentile(cpu, 50), 3)}
+
+
+def _timed(fn, it, ms: list[float], cpu: list[float]) -> None:
+    c, t = time.process_time(), time.perf_counter()
+    fn(it)
+    ms.append((time.perf_counter() - t) * 1000)
+    cpu.append((time.process_time() - c) * 1000)
+
+
 def _lat(fn, items, warm: int = 5) -> dict[str, float]:
     for it in items[:warm]:
         fn(it)
-    ms = []
+    ms: list[float] = []
+    cpu: list[float] = []
     for it in items:
-        t = time.perf_counter()
-        fn(it)
-        ms.append((time.perf_counter() - t) * 1000)
-    return {"p50_ms": round(percentile(ms, 50), 2), "p95_ms": round(percentile(ms, 95), 2)}
+        _timed(fn, it, ms, cpu)
+    return _summary(ms, cpu)
 
 
 def _paired(plain, filtered, items, warm: int = 5) -> tuple[dict[str, float], dict[str, float]]:
@@ -162,13 +186,25 @@ def _paired(plain, filtered, items, warm: int = 5) -> tuple[dict[str, float], di
     for it in items[:warm]:
         plain(it)
         filtered(it)
-    a, b = [], []
+    a: tuple[list[float], list[float]] = ([], [])
+    b: tuple[list[float], list[float]] = ([], [])
     for it in items:
-        for fn, ms in ((plain, a), (filtered, b)):
-            t = time.perf_counter()
-            fn(it)
-            ms.append((time.perf_counter() - t) * 1000)
-    return tuple({"p50_ms": round(percentile(x, 50), 2), "p95_ms": round(percentile(x, 95), 2)} for x in (a, b))
+        for fn, (ms, cpu) in ((plain, a), (filtered, b)):
+            _timed(fn, it, ms, cpu)
+    return _summary(*a), _summary(*b)
+
+
+def ratio(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
+    """a / b, by wall-clock p50 and by CPU p50."""
+    return {"p50": round(a["p50_ms"] / max(b["p50_ms"], 1e-9), 3),
+            "cpu_p50": round(a["cpu_p50_ms"] / max(b["cpu_p50_ms"], 1e-9), 3)}
+
+
+def _numpy_top(m: np.ndarray, q: np.ndarray, k: int = TOP_K) -> np.ndarray:
+    """numpy's exact dense search: the product, then top-k by argpartition and a sort of the k."""
+    s = m @ q
+    top = np.argpartition(-s, k)[:k]
+    return top[np.argsort(-s[top])]
 
 
 def _components(index_path: Path, ann: str | None = None):
@@ -197,9 +233,10 @@ class _QueryVectors:
 
 # --- roles (each runs in its own process) -------------------------------------------------------------------------
 
-def role_build(index_path: Path, start: int, stop: int, seed: int) -> dict[str, Any]:
-    """Add chunks [start, stop) to the index; chunks/s over the whole step and over its last transaction."""
-    idx = _components(index_path).index
+def role_build(index_path: Path, start: int, stop: int, seed: int, ann: str | None = None) -> dict[str, Any]:
+    """Add chunks [start, stop) to the index; chunks/s over the whole step and over its last transaction. With an
+    approximate option, then what ingest does after its documents (the HNSW graph built or extended), timed apart."""
+    idx = _components(index_path, ann).index
     syn = Synthetic(seed)
     spent = 0.0
     last_rate = 0.0
@@ -209,9 +246,15 @@ def role_build(index_path: Path, start: int, stop: int, seed: int) -> dict[str, 
         dt = time.perf_counter() - t
         spent += dt
         last_rate = sum(len(r) for _, r, _ in batch) / dt
+    res = {"chunks": stop - start, "build_s": round(spent, 2), "chunks_per_s": round((stop - start) / spent, 1),
+           "last_tx_chunks_per_s": round(last_rate, 1)}
+    if ann:
+        c, t = time.process_time(), time.perf_counter()
+        built = idx.prepare_search()
+        res.update(hnsw_build_s=round(time.perf_counter() - t, 2), hnsw_build_cpu_s=round(time.process_time() - c, 2),
+                   hnsw_rows_added=sum(b["added"] for b in built))
     idx.close()
-    return {"chunks": stop - start, "build_s": round(spent, 2), "chunks_per_s": round((stop - start) / spent, 1),
-            "last_tx_chunks_per_s": round(last_rate, 1), **rss_mb()}
+    return {**res, **rss_mb()}
 
 
 def role_probe(index_path: Path, n_queries: int, seed: int, ann: str | None = None) -> dict[str, Any]:
@@ -239,6 +282,21 @@ def role_probe(index_path: Path, n_queries: int, seed: int, ann: str | None = No
                                                     lambda q: idx.query_sparse(q[2], TOP_K, q[3]), fq)
     res["hybrid"], res["hybrid_filtered"] = _paired(lambda q: pipe.search(q[0], top_k=10, grade=False),
                                                     lambda q: pipe.search(q[0], top_k=10, flt=q[3], grade=False), fq)
+    # A selective filter (2% of the rows) against no filter, and the exact dense search against numpy's product and
+    # top-k on an in-memory copy of the same vectors, each pair query by query in turn, on one BLAS thread.
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        res["dense_1t"], res["dense_small_team"] = _paired(lambda q: idx.query_dense(q[1], TOP_K),
+                                                           lambda q: idx.query_dense(q[1], TOP_K, SMALL_TEAM), fq)
+        matrix = np.array(idx._snapshot("").dense, dtype=np.float32)
+        res["numpy_1t"], res["dense_vs_numpy_1t"] = _paired(lambda q: _numpy_top(matrix, q[1]),
+                                                            lambda q: idx.query_dense(q[1], TOP_K), fq)
+    res["ratios"] = {"small_team_vs_unfiltered": ratio(res["dense_small_team"], res["dense_1t"]),
+                     "dense_vs_numpy": ratio(res["dense_vs_numpy_1t"], res["numpy_1t"])}
+    res["hybrid_unfiltered_b"], res["hybrid_small_team"] = _paired(
+        lambda q: pipe.search(q[0], top_k=10, grade=False),
+        lambda q: pipe.search(q[0], top_k=10, flt=SMALL_TEAM, grade=False), fq)
     res["filter_mask"] = _mask_cost(idx)
     res.update(rss_after_queries_mb=rss_mb()["rss_mb"], peak_rss_mb=rss_mb()["peak_rss_mb"])
     if ann:
@@ -320,6 +378,8 @@ def role_floor(size: int, n_queries: int, seed: int) -> dict[str, Any]:
     tenants = syn.tenants(0, size)
     load_s = time.perf_counter() - t
 
+    small = np.flatnonzero(syn.teams(0, size) == "small")
+
     def search(q, flt=None):
         s = m @ q
         if flt:
@@ -327,9 +387,14 @@ def role_floor(size: int, n_queries: int, seed: int) -> dict[str, Any]:
         top = np.argpartition(-s, TOP_K)[:TOP_K]
         return top[np.argsort(-s[top])]
 
+    def search_small(q):  # the allowed rows alone, as a row-id list
+        return small[_numpy_top(m[small], q, min(TOP_K, len(small) - 1))]
+
     fq = [(v, tenant_filter(i)) for i, (_, v) in enumerate(queries)]
     dense, dense_filtered = _paired(lambda q: search(q[0]), lambda q: search(q[0], q[1]), fq)
-    return {"generate_s": round(load_s, 2), "dense": dense, "dense_filtered": dense_filtered, **rss_mb()}
+    _, dense_small = _paired(lambda q: search(q[0]), lambda q: search_small(q[0]), fq)
+    return {"generate_s": round(load_s, 2), "dense": dense, "dense_filtered": dense_filtered,
+            "dense_small_team": dense_small, **rss_mb()}
 
 
 def role_lancedb(path: Path, size: int, n_queries: int, seed: int, phase: str) -> dict[str, Any]:
@@ -451,6 +516,25 @@ def _sub(role: str, *args: str) -> dict[str, Any]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def cli_version_cost(runs: int = 5) -> dict[str, float]:
+    """`citerag --version` as a user runs it (the installed script when there is one): median CPU seconds (user +
+    system, the child's own) and wall seconds."""
+    import resource
+    import shutil
+
+    script = Path(sys.executable).with_name("citerag")
+    cmd = [str(script)] if script.exists() else [shutil.which("citerag") or "citerag"]
+    cpu, wall = [], []
+    for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t = time.perf_counter()
+        subprocess.run([*cmd, "--version"], capture_output=True, check=True)
+        wall.append(time.perf_counter() - t)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return {"cpu_s": round(percentile(cpu, 50), 3), "wall_s": round(percentile(wall, 50), 3)}
+
+
 def _have(module: str) -> bool:
     import importlib.util
 
@@ -471,6 +555,10 @@ def run(sizes: list[int], work_dir: Path, *, queries: int = 200, seed: int = 0, 
         shutil.rmtree(stale, ignore_errors=True) if stale.is_dir() else stale.unlink()
     common = ["--queries", str(queries), "--seed", str(seed)]
     report: dict[str, Any] = {"sizes": {}, "queries": queries, "seed": seed}
+    try:
+        report["cli_version"] = cli_version_cost()
+    except (OSError, subprocess.CalledProcessError) as exc:
+        report["cli_version"] = {"error": str(exc)[:200]}
     built = 0
     for size in sorted(sizes):
         size -= size % CHUNKS_PER_DOC
@@ -482,10 +570,11 @@ def run(sizes: list[int], work_dir: Path, *, queries: int = 200, seed: int = 0, 
 
         note("building")
         row["build"] = _sub("build", "--index", str(index_path), "--start", str(built), "--stop", str(size),
-                            "--seed", str(seed))
+                            "--seed", str(seed), *(["--ann", ann] if ann else []))
         built = size
         row["index_bytes"] = sum(p.stat().st_size for p in work_dir.glob("citerag.sqlite*") if p.is_file()) + sum(
             p.stat().st_size for p in work_dir.glob("citerag.sqlite-snapshot/**/*") if p.is_file())
+        row["disk_kb_per_chunk"] = round(row["index_bytes"] / size / 1024, 2)
         note("probing")
         row["citerag"] = _sub("probe", "--index", str(index_path), *common)
         if ann:
@@ -549,6 +638,47 @@ def table_rows(report: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
+def summary_lines(report: dict[str, Any]) -> list[str]:
+    """What the table cannot show: the ratios that decide, each from one process, and the CLI's start-up."""
+    lines = []
+    v = report.get("cli_version", {})
+    if "cpu_s" in v:
+        lines.append(f"citerag --version: {v['cpu_s']:.3f} CPU s ({v['wall_s']:.3f} s wall), median of 5")
+    for size, row in report["sizes"].items():
+        c = row.get("citerag", {})
+        build = row.get("build", {})
+        head = f"{int(size):,} chunks: index on disk {row['index_bytes'] / 1e6:,.0f} MB"
+        if "disk_kb_per_chunk" in row:
+            head += f" ({row['disk_kb_per_chunk']:.2f} KB per chunk)"
+        head += (f"; build {build.get('chunks_per_s', 0):,.0f} chunks/s (last transaction "
+                 f"{build.get('last_tx_chunks_per_s', 0):,.0f})")
+        if "hnsw_build_s" in build:
+            head += (f", HNSW graph built at ingest in {build['hnsw_build_s']:.1f} s "
+                     f"({build.get('hnsw_build_cpu_s', 0):.1f} CPU s)")
+        lines.append(head)
+        if "hybrid" in c and "hybrid_filtered" in c:
+            x = c["hybrid_filtered"]["p50_ms"] / c["hybrid"]["p50_ms"]
+            lines.append(f"  filtered/unfiltered hybrid p50 {x:.2f} (tenant, 10% of the rows)")
+        r = c.get("ratios", {})
+        if "small_team_vs_unfiltered" in r:
+            x = r["small_team_vs_unfiltered"]
+            lines.append(f"  exact dense, 2% filter / unfiltered: p50 {x['p50']:.3f}, CPU {x['cpu_p50']:.3f}")
+        if "dense_vs_numpy" in r:
+            x = r["dense_vs_numpy"]
+            lines.append(f"  exact dense / numpy product and top-k (one thread, same process): p50 {x['p50']:.3f}, "
+                         f"CPU {x['cpu_p50']:.3f}")
+        for name, probe in row.items():
+            if name.startswith("citerag_") and isinstance(probe, dict) and "open_first_query_s" in probe:
+                lines.append(f"  {name}: first search in a new process {probe['open_first_query_s']:.2f} s, "
+                             f"recall@10 {probe.get('recall@10', '-')}")
+        if "during_ingest" in row:
+            d = row["during_ingest"]
+            lines.append(f"  while another process replaced {d.get('replacements')} documents: "
+                         f"{d.get('searches_during_ingest')} hybrid searches, p50 {d.get('during_p50_ms')} ms, "
+                         f"p95 {d.get('during_p95_ms')} ms (idle: {d.get('idle_p50_ms')} / {d.get('idle_p95_ms')})")
+    return lines
+
+
 COLUMNS = ["chunks", "system", "open+1st s", "RSS MB", "RSS KB/chunk", "dense p50/p95", "dense+filter",
            "sparse", "sparse+filter", "hybrid", "hybrid+filter", "mask alone", "build chunks/s", "recall@10"]
 
@@ -576,7 +706,7 @@ def main(argv: list[str] | None = None) -> None:
                                   references=not a.no_references, replacements=a.replacements, ann=a.ann,
                                   progress=lambda m: print(m, file=sys.stderr, flush=True))
     elif a.role == "build":
-        res = role_build(a.index, a.start, a.stop, a.seed)
+        res = role_build(a.index, a.start, a.stop, a.seed, a.ann)
     elif a.role == "probe":
         res = role_probe(a.index, a.queries, a.seed, a.ann)
     elif a.role == "ingest-probe":

@@ -179,18 +179,8 @@ def bench_index(
         for row in ib.table_rows(report):
             table.add_row(*row)
         out.print(table)
-        for size, row in report["sizes"].items():
-            c = row.get("citerag", {})
-            if "hybrid" in c and "hybrid_filtered" in c:
-                out.print(f"{int(size):,} chunks: filtered/unfiltered hybrid p50 "
-                          f"{c['hybrid_filtered']['p50_ms'] / c['hybrid']['p50_ms']:.2f}; index on disk "
-                          f"{row['index_bytes'] / 1e6:,.0f} MB; build {row['build'].get('chunks_per_s', 0):,.0f} "
-                          f"chunks/s (last transaction {row['build'].get('last_tx_chunks_per_s', 0):,.0f})")
-            if "during_ingest" in row:
-                d = row["during_ingest"]
-                out.print(f"  while another process replaced {d.get('replacements')} documents: "
-                          f"{d.get('searches_during_ingest')} hybrid searches, p50 {d.get('during_p50_ms')} ms, "
-                          f"p95 {d.get('during_p95_ms')} ms (idle: {d.get('idle_p50_ms')} / {d.get('idle_p95_ms')})")
+        for line in ib.summary_lines(report):
+            out.print(line)
 
 
 @app.command("bench-agent")

@@ -21,6 +21,7 @@ except ImportError:  # pragma: no cover - the Lambda base install has no command
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from citerag.cli.root import app  # noqa: F401 - the commands register on it
 from citerag.components import Components
 from citerag.errors import CiteragError
 from citerag.ingestion.progress import IngestProgress
@@ -29,7 +30,7 @@ from citerag.search.passage import location
 from citerag.settings import Settings
 from citerag.traces.wording import plural  # noqa: F401 - the commands' one plural
 
-app = typer.Typer(no_args_is_help=True, help="Answers with verifiable citations.")  # --install-completion
+
 class _Console(Console):
     """Piped or redirected, a line of text is not cut at 80 columns: a newline inside an excerpt or a source's name
     is not the document's, and a reader (or grep) takes each line whole. A terminal wraps as usual, and tables and
@@ -45,37 +46,6 @@ class _Console(Console):
 # No emoji codes: "In vim type :x: to save" was shown as "In vim type ❌ to save", a quote that is not the document's.
 out = _Console(emoji=False)
 err = _Console(stderr=True, emoji=False)
-
-
-def _flags_without_type() -> None:
-    """typer 0.29's help prints `<bool>` after every flag (`--json <bool>`), which reads as if it took a value."""
-    from typer.core import TyperOption
-
-    shown_type = TyperOption.display_type_rich
-
-    def display_type_rich(self, ctx):
-        return None if self.is_flag else shown_type(self, ctx)
-
-    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
-
-
-_flags_without_type()
-
-
-def _version(value: bool) -> None:
-    if value:
-        from importlib.metadata import version
-
-        print(f"citerag {version('citerag')}")
-        raise typer.Exit()
-
-
-@app.callback()
-def _main(
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
-                                          help="print the version and exit")] = False,
-) -> None:
-    """Answers with verifiable citations."""
 
 IndexOpt = Annotated[Path | None, typer.Option("--index", help="index file (default: per-user data dir)")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="machine-readable output")]
@@ -198,9 +168,23 @@ def run_ingest(comps: Components, paths: list[Path], *, sync: bool, extra: dict,
                        total=max(p.passages_total, 1), counts=progress_counts(p), eta=progress_eta(p))
 
         results = ingestor.ingest_paths(paths, sync=sync, on_file=on_file, on_progress=on_progress)
+        _prepare_search(comps, bar, task, quiet)
         if prepares_answers(comps):
             _prepare_answers(comps, [r.source for r in results if r.status in ("added", "replaced")], bar, task)
         return results
+
+
+def _prepare_search(comps: Components, bar: Progress, task, quiet: bool) -> None:
+    """With CITERAG_INDEX_ANN=hnsw, the search graph is built or extended now, as part of ingest: a search never
+    builds it. What was built is kept on comps (graph_builds) for the command's summary."""
+    prepare = getattr(comps.index, "prepare_search", None)
+    if prepare is None or comps.settings.index_ann == "exact":
+        return
+    bar.update(task, description="Building the search graph (HNSW)", completed=0, total=None, counts="", eta="")
+    comps.graph_builds = prepare()
+    for b in comps.graph_builds if not quiet else []:
+        bar.console.print(f"search graph: {b['added']:,} rows added in {b['seconds']:.1f} s ({b['rows']:,} rows)",
+                          highlight=False)
 
 
 def prepares_answers(comps: Components) -> bool:

@@ -61,7 +61,8 @@ def ingest(
         system = system_failures(results)
         if as_json:
             print(json.dumps({"summary": counts, "system_failures": system, "embedded": embedded, "passages": passages,
-                              "seconds": round(seconds, 3), "results": [r.model_dump() for r in results],
+                              "seconds": round(seconds, 3), "search_graph": getattr(comps, "graph_builds", []),
+                              "results": [r.model_dump() for r in results],
                               "files_gone": gone}, ensure_ascii=False))
         else:
             _print_ingest(results, counts, embedded, passages, seconds)

@@ -170,6 +170,15 @@ class SearchPipeline:
         else:
             fused = [(m.id, m.score) for m in (dense or sparse)]
         timings["fusion_ms"] = (time.perf_counter() - t) * 1000
+        # With parents, a hit whose text another hit's window already holds is dropped, so more are looked at.
+        wanted = 3 * top_k if cfg.expand_parents else top_k
+        load_metadata = getattr(self.index, "load_metadata", None)
+        if load_metadata is not None and fused:
+            # An index that ranks without metadata reads it for the hits shown (and reranked) only, in one go.
+            head = fused[: max(wanted, top_k * 4, 20) if self.reranker is not None else wanted]
+            gone = load_metadata([by_id[i] for i, _ in head])
+            if gone:
+                fused = [f for f in fused if f[0] not in gone]
 
         if self.reranker is not None and fused:
             t = time.perf_counter()
@@ -184,8 +193,6 @@ class SearchPipeline:
 
         q_terms = _idf_terms(q, stats) if grade else {}
         hits: list[Passage] = []
-        # With parents, a hit whose text another hit's window already holds is dropped, so more are looked at.
-        wanted = 3 * top_k if cfg.expand_parents else top_k
         for mid, score in fused[:wanted]:
             md = by_id[mid].metadata
             hit = Passage.from_match(mid, score, md, dense_scores.get(mid))
