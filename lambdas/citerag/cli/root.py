@@ -48,7 +48,8 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
      "prefix is the bulk load; this watches it)."),
     ("search", "search", "Hybrid search; prints passages with their source ids."),
     ("serve", "serve",
-     "A local web page: ask, read the streamed answer, click a citation to open the PDF at the cited page."),
+     "A local web page: ask, read the streamed answer, click a citation to see the cited words highlighted in the\n"
+     "PDF; add documents (drag and drop) and remove them."),
     ("status", "status",
      "Documents, chunks, namespaces, metadata keys (what --filter can test) and size of the index."),
     ("trace", "trace", "Reconstruct agent turns step by step from a saved trace or from model-invocation logs."),
