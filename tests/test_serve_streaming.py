@@ -152,3 +152,42 @@ def test_the_page_shows_the_draft_then_replaces_it_with_the_cited_answer(tmp_pat
                 assert "E2" in page.eval("document.getElementById('answer').innerText")
     finally:
         browser.close()
+
+
+def test_chat_json_says_the_draft_while_the_model_writes_then_the_cited_answer(tmp_path):
+    """`citerag chat --json` as a script reads it: {"draft": …} lines while the model is held mid-answer, then the
+    answer's line with its citations."""
+    import os
+    import subprocess
+    import sys
+
+    from citerag.components import Components
+    from citerag.settings import Settings
+
+    RELEASE.clear()
+    with _chat_server() as url:
+        env = {**os.environ, "CITERAG_DATA_DIR": str(tmp_path / "data"), "CITERAG_EMBEDDER": "hashing",
+               "CITERAG_INDEX_PATH": str(tmp_path / "i.sqlite"), "CITERAG_CHAT_MODEL_PROVIDER": "openai",
+               "CITERAG_OPENAI_BASE_URL": url, "CITERAG_CHAT_MODEL_ID": "llama3.1"}
+        Components(Settings(data_dir=tmp_path / "data", embedder="hashing", index_path=tmp_path / "i.sqlite")) \
+            .ingestor().ingest_paths([SAMPLES / "kumo-pure-300-manual-en.pdf"])
+        proc = subprocess.Popen([sys.executable, "-c", "from citerag.cli import main; main()", "chat", "--json"],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=env)
+        try:
+            proc.stdin.write("What does error E2 mean?\n")
+            proc.stdin.flush()
+            seen: list[dict] = []
+            while not any(e.get("draft") for e in seen):  # while the model is held mid-answer
+                line = proc.stdout.readline()
+                assert line, proc.stderr.read()
+                seen.append(json.loads(line))
+            assert not any("answer" in e for e in seen)  # nothing cited before the model is done
+            drafted = "".join(e.get("draft") or "" for e in seen)
+            assert "E2" in drafted and "<" not in drafted
+            RELEASE.set()
+            out, err = proc.communicate("/quit\n", timeout=300)
+        finally:
+            proc.kill()
+    answer = json.loads(out.splitlines()[-1])
+    assert answer["answered"] and answer["citations"][0]["page"] == 5 and "E2" in answer["answer"]

@@ -31,6 +31,7 @@ from citerag.cli.common import (
     parse_meta,
     shown,
 )
+from citerag.documents.text import strip_controls
 from citerag.errors import CiteragError
 
 HELP = ("Ask a question. /open N opens source N at its page (or place N under \"Where to look\"), /help shows this, "
@@ -92,7 +93,7 @@ def chat(
                 rewritten = turn.question.split() != line.split()  # not spacing: the words
                 if rewritten and not as_json:
                     err.print(f"[dim](asked as: {shown(turn.question)})[/]", highlight=False)
-                last = ask(turn.question)
+                last = _asked(ask, turn.question, as_json)
                 seconds = time.perf_counter() - started
             except CiteragError as exc:
                 _say({"error": str(exc)}, f"[bold red]Error:[/] {shown(exc)}", as_json, stderr=True)
@@ -106,6 +107,37 @@ def chat(
             else:
                 print_answer(last)
                 out.print()
+
+
+def _asked(ask: Callable, question: str, as_json: bool):
+    """The answer, with the model's draft shown while it is written (a model that streams: one on an
+    OpenAI-compatible server): with --json each piece is a {"draft": ...} line before the answer's; on a terminal the
+    draft is shown dimmed and the checked answer with its citations replaces it. A draft is never cited."""
+    from citerag.citations.drafts import drafts_to
+
+    if as_json:
+        def said(piece: str | None) -> None:
+            print(json.dumps({"draft": piece} if piece is not None else {"draft_reset": True}, ensure_ascii=False),
+                  flush=True)
+
+        with drafts_to(said):
+            return ask(question)
+    if not out.is_terminal:
+        return ask(question)
+    from rich.live import Live
+    from rich.text import Text
+
+    draft = Text(style="dim")
+    with Live(draft, console=out, transient=True, auto_refresh=False) as live:
+        def heard(piece: str | None) -> None:
+            if piece is None:  # a model step starts its answer afresh (a re-prompt)
+                draft.truncate(0)
+            else:
+                draft.append(strip_controls(piece))
+            live.update(draft, refresh=True)
+
+        with drafts_to(heard):
+            return ask(question)
 
 
 def _rewriter(comps) -> Callable[[str, list[followup.Turn]], followup.Turn]:
