@@ -4,13 +4,18 @@ Given a prompt with native tools (Claude 3.5 and later), the request carries the
 conversation's tool_use / tool_result blocks as `toolUse` / `toolResult`, and the answer comes back as the
 Messages-API response JSON the parser Lambda receives from the agent: the same parser path as production.
 Shapes: botocore bedrock-runtime Converse (ContentBlock, ToolConfiguration, ToolResultBlock, InferenceConfiguration).
+When someone listens for the draft (`citerag serve`, `chat`), the same request goes to ConverseStream and its events
+(botocore's ConverseStreamOutput: messageStart, contentBlockStart/Delta/Stop, messageStop, metadata) are put back
+together into the same content, the text told to the listener as it arrives.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from citerag.adapters.aws import describe_error
+from citerag.citations import drafts
 from citerag.citations import messages_format as mf
 from citerag.citations.chat import ModelOutput, messages_of, text_of
 from citerag.errors import DependencyError
@@ -36,8 +41,10 @@ class BedrockConverseModel:
             request["toolConfig"] = {"tools": [{"toolSpec": {
                 "name": t["name"], "description": t.get("description") or t["name"],
                 "inputSchema": {"json": t.get("input_schema") or {"type": "object"}}}} for t in prompt["tools"]]}
+        draft = drafts.listening()
         try:
-            resp = self._client.converse(**request)
+            resp = self._client.converse(**request) if draft is None else _streamed(
+                self._client.converse_stream(**request), draft)
         except Exception as exc:
             raise DependencyError(f"the model {self.model_id} failed: {describe_error(exc)}") from None
         content = resp["output"]["message"]["content"]
@@ -70,3 +77,35 @@ def _message(m: dict[str, Any]) -> dict[str, Any]:
                                           "content": [{"text": result if isinstance(result, str) else text_of(result)}],
                                           **({"status": "error"} if b.get("is_error") else {})}})
     return {"role": m["role"], "content": blocks}
+
+
+def _streamed(resp: dict[str, Any], draft: drafts.DraftText) -> dict[str, Any]:
+    """ConverseStream's events as Converse's response: each content block's text or tool input joined in order,
+    the stop reason and the usage; the text told to the draft as it arrives."""
+    blocks: dict[int, dict[str, Any]] = {}
+    stop, usage = "", {}
+    for event in resp["stream"]:
+        if "contentBlockStart" in event:
+            start = event["contentBlockStart"]
+            tool = start.get("start", {}).get("toolUse")
+            if tool:
+                blocks[start["contentBlockIndex"]] = {"toolUse": {**tool, "input": ""}}
+        elif "contentBlockDelta" in event:
+            delta, at = event["contentBlockDelta"]["delta"], event["contentBlockDelta"]["contentBlockIndex"]
+            if "text" in delta:
+                block = blocks.setdefault(at, {"text": ""})
+                block["text"] = block.get("text", "") + delta["text"]
+                draft.heard(delta["text"])
+            elif "toolUse" in delta:
+                blocks.setdefault(at, {"toolUse": {"input": ""}})["toolUse"]["input"] += delta["toolUse"]["input"]
+        elif "messageStop" in event:
+            stop = event["messageStop"].get("stopReason", "")
+        elif "metadata" in event:
+            usage = event["metadata"].get("usage", {})
+    content = []
+    for _, block in sorted(blocks.items()):
+        if "toolUse" in block:  # a tool's input arrives as pieces of one JSON text
+            raw = block["toolUse"]["input"]
+            block = {"toolUse": {**block["toolUse"], "input": json.loads(raw) if raw.strip() else {}}}
+        content.append(block)
+    return {"output": {"message": {"role": "assistant", "content": content}}, "stopReason": stop, "usage": usage}
