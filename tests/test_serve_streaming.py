@@ -191,3 +191,32 @@ def test_chat_json_says_the_draft_while_the_model_writes_then_the_cited_answer(t
             proc.kill()
     answer = json.loads(out.splitlines()[-1])
     assert answer["answered"] and answer["citations"][0]["page"] == 5 and "E2" in answer["answer"]
+
+
+def test_chat_at_a_terminal_shows_the_draft_then_the_cited_answer(tmp_path):
+    """The dimmed draft reaches the screen while the model is held mid-answer; the cited answer follows."""
+    import os
+
+    from test_chat_terminal import ENTER, Terminal
+
+    from citerag.components import Components
+    from citerag.settings import Settings
+
+    RELEASE.clear()
+    with _chat_server() as url:
+        Components(Settings(data_dir=tmp_path / "data", embedder="hashing", index_path=tmp_path / "i.sqlite")) \
+            .ingestor().ingest_paths([SAMPLES / "kumo-pure-300-manual-en.pdf"])
+        term = Terminal({**os.environ, "TERM": "xterm", "PROMPT_TOOLKIT_NO_CPR": "1", "COLUMNS": "200",
+                         "LINES": "50", "CITERAG_DATA_DIR": str(tmp_path / "data"), "CITERAG_EMBEDDER": "hashing",
+                         "CITERAG_INDEX_PATH": str(tmp_path / "i.sqlite"), "CITERAG_CHAT_MODEL_PROVIDER": "openai",
+                         "CITERAG_OPENAI_BASE_URL": url, "CITERAG_CHAT_MODEL_ID": "llama3.1"})
+        try:
+            term.expect(r"(^|\n)>")
+            term.type("What does error E2 mean?" + ENTER)
+            drafted = term.expect(r"Error E2")  # while the model is held: no citation can be on screen yet
+            assert "Sources" not in drafted
+            RELEASE.set()
+            assert "page 5" in term.expect(r"Sources[\s\S]*page 5")
+            term.type("/quit" + ENTER)
+        finally:
+            assert term.close() == 0
