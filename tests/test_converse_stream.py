@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
 
 import boto3
 from botocore.stub import Stubber
@@ -40,8 +41,8 @@ def _events(pieces: list[str], tool_input: list[str] | None = None) -> list[byte
 
 
 class Stream(BaseHTTPRequestHandler):
-    frames: list[bytes] = []
-    requests: list[tuple[str, dict]] = []
+    frames: ClassVar[list[bytes]] = []
+    requests: ClassVar[list[tuple[str, dict]]] = []
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))

@@ -186,7 +186,7 @@ def test_chat_json_says_the_draft_while_the_model_writes_then_the_cited_answer(t
             drafted = "".join(e.get("draft") or "" for e in seen)
             assert "E2" in drafted and "<" not in drafted
             RELEASE.set()
-            out, err = proc.communicate("/quit\n", timeout=300)
+            out, _ = proc.communicate("/quit\n", timeout=300)
         finally:
             proc.kill()
     answer = json.loads(out.splitlines()[-1])
