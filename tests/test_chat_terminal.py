@@ -51,7 +51,10 @@ class Terminal:
             if m:
                 part, self.seen = screen[self.seen:m.end()], m.end()
                 return part
-            ready, _, _ = select.select([self.master], [], [], 1.0)
+            # poll, not select: late in a long test run the terminal's descriptor may be past select()'s 1024
+            poller = select.poll()
+            poller.register(self.master, select.POLLIN)
+            ready = poller.poll(1000)
             deadline -= 0 if ready else 1
             assert deadline > 0 and self.proc.poll() is None, f"no {pattern!r} in:\n{screen[self.seen:][-3000:]}"
             if ready:
@@ -61,8 +64,12 @@ class Terminal:
                     assert self.proc.poll() is None, f"exited; no {pattern!r} in:\n{screen[self.seen:][-3000:]}"
 
     def close(self) -> int:
+        """The exit code; a process still running after a minute (a test failed before /quit) is killed: -9."""
         try:
             return self.proc.wait(60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait()
         finally:
             os.close(self.master)
 

@@ -218,5 +218,7 @@ def test_chat_at_a_terminal_shows_the_draft_then_the_cited_answer(tmp_path):
             RELEASE.set()
             assert "page 5" in term.expect(r"Sources[\s\S]*page 5")
             term.type("/quit" + ENTER)
-        finally:
             assert term.close() == 0
+        finally:
+            if term.proc.poll() is None:
+                term.close()
