@@ -593,19 +593,26 @@ def build_app(comps, host: str = "127.0.0.1", own=None):
                 f"<iframe id='doc' sandbox='' src='{html.escape(target)}'></iframe></body></html>")
         return HTMLResponse(body)
 
+    def read_whole(request, shown_as: str):
+        """(the indexed file's bytes, None), or (None, the response that refuses it: not indexed, changed, or over
+        LINES_MAX_BYTES to be shown whole)."""
+        got, refused = opened(request.query_params.get("uri", ""))
+        if refused is not None:
+            return None, refused
+        try:
+            if got.size > LINES_MAX_BYTES:
+                return None, PlainTextResponse(f"the file is over {LINES_MAX_BYTES:,} bytes, too large to show "
+                                               f"{shown_as}; open the file itself", status_code=413)
+            return got.read(), None
+        finally:
+            got.close()
+
     async def marked(request):
         """An indexed web page with the quote's words in <mark> elements (serve_marks), shown as /file shows it:
         in a sandbox, no script run."""
-        got, refused = opened(request.query_params.get("uri", ""))
+        data, refused = read_whole(request, "marked")
         if refused is not None:
             return refused
-        try:
-            if got.size > LINES_MAX_BYTES:
-                return PlainTextResponse(f"the file is over {LINES_MAX_BYTES:,} bytes, too large to show marked; "
-                                         "open the file itself", status_code=413)
-            data = got.read()
-        finally:
-            got.close()
         try:  # read as the loader reads it, so the words found are the words cited
             text = decode_text(data, html=True)
         except CiteragError:
@@ -647,16 +654,9 @@ def build_app(comps, host: str = "127.0.0.1", own=None):
         return StreamingResponse(body(), media_type=media, headers=headers)
 
     async def numbered(request):
-        got, refused = opened(request.query_params.get("uri", ""))
+        data, refused = read_whole(request, "as numbered lines")
         if refused is not None:
             return refused
-        try:
-            if got.size > LINES_MAX_BYTES:
-                return PlainTextResponse(f"the file is over {LINES_MAX_BYTES:,} bytes, too large to show as "
-                                         "numbered lines; open the file itself", status_code=413)
-            data = got.read()
-        finally:
-            got.close()
         bounds = [request.query_params.get(k, "") for k in ("from", "to")]
         first, last = (_number(b) for b in bounds)
         return HTMLResponse(numbered_lines(data, first, last))
