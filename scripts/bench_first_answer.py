@@ -4,9 +4,10 @@ it, do not test it:
 
     nice python scripts/bench_first_answer.py [--docs DIR ...] [--questions 20]
 
-Each arm gets a fresh data dir and a fresh embedding cache, ingests the same documents (about 500 passages by
-default: two families of the development pool), then asks the same questions. Prints ingest CPU seconds, and per
-question wall and CPU seconds (p50, p95); CPU seconds hold on a busy machine, wall time does not.
+Each arm gets a fresh data dir and a fresh embedding cache, ingests the same documents (by default three families
+of the development pool, 500+ passages; `--min-passages` refuses a smaller index), then asks the same questions.
+Prints ingest CPU seconds, and per question wall and CPU seconds (p50, p95); CPU seconds hold on a busy machine,
+wall time does not.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_DOCS = [ROOT / "datasets" / "pool" / "en-sqlite" / "docs", ROOT / "datasets" / "pool" / "ja-jlreq" / "docs"]
+DEFAULT_DOCS = [ROOT / "datasets" / "pool" / f / "docs" for f in ("en-sqlite", "ja-jlreq", "en-postgresql")]
 
 
 def _children_cpu() -> float:
@@ -33,13 +34,15 @@ def _children_cpu() -> float:
 
 
 def _questions(docs: list[Path], n: int) -> list[str]:
-    out: list[str] = []
+    per_family = []
     for d in docs:
+        qs = []
         for f in sorted(d.parent.glob("questions-*.jsonl")):
-            out += [json.loads(line)["question"] for line in f.read_text(encoding="utf-8").splitlines() if line]
-    # Alternate the families so both languages are asked.
-    per = [q for pair in zip(out[: len(out) // 2], out[len(out) // 2 :], strict=False) for q in pair]
-    return per[:n]
+            qs += [json.loads(line)["question"] for line in f.read_text(encoding="utf-8").splitlines() if line]
+        per_family.append(qs)
+    # Round-robin over the families so every language is asked.
+    out = [q for row in zip(*per_family, strict=False) for q in row]
+    return out[:n]
 
 
 def _pct(values: list[float], p: float) -> float:
@@ -47,7 +50,7 @@ def _pct(values: list[float], p: float) -> float:
     return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]
 
 
-def arm(docs: list[Path], questions: list[str], at_ingest: bool, new_process: int) -> dict:
+def arm(docs: list[Path], questions: list[str], at_ingest: bool, new_process: int, min_passages: int) -> dict:
     citerag = shutil.which("citerag", path=str(Path(sys.executable).parent)) or "citerag"
     data = Path(tempfile.mkdtemp(prefix="citerag-first-answer-"))
     env = {**os.environ, "CITERAG_DATA_DIR": str(data), "CITERAG_EMBEDDING_CACHE_PATH": str(data / "cache.sqlite"),
@@ -57,6 +60,9 @@ def arm(docs: list[Path], questions: list[str], at_ingest: bool, new_process: in
     ingest = {"cpu_s": round(_children_cpu() - cpu0, 1), "wall_s": round(time.perf_counter() - t0, 1)}
     status = json.loads(subprocess.run([citerag, "status", "--json"], env=env, check=True, capture_output=True,
                                        text=True).stdout)
+    passages = status.get("chunks") or status.get("passages") or 0
+    if passages < min_passages:
+        sys.exit(f"the index holds {passages} passages, fewer than --min-passages {min_passages}: add --docs")
     # New processes first (each question asked first there), then the warm process on the rest.
     cold = []
     for q in questions[:new_process]:
@@ -78,7 +84,7 @@ def arm(docs: list[Path], questions: list[str], at_ingest: bool, new_process: in
         warm.append((time.perf_counter() - t0, time.process_time() - c0))
     comps.index.close()
     shutil.rmtree(data, ignore_errors=True)
-    summary = {"ingest": ingest, "passages": status.get("chunks") or status.get("passages")}
+    summary = {"ingest": ingest, "passages": passages}
     for name, rows in (("warm_process", warm), ("new_process", cold)):
         walls, cpus = [r[0] for r in rows], [r[1] for r in rows]
         summary[name] = {"questions": len(rows), "wall_p50": round(statistics.median(walls), 3),
@@ -91,11 +97,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--docs", type=Path, nargs="+", default=DEFAULT_DOCS)
     ap.add_argument("--questions", type=int, default=20)
+    ap.add_argument("--min-passages", type=int, default=500)
     ap.add_argument("--new-process", type=int, default=5, help="how many of them to ask as a new `citerag ask`")
     args = ap.parse_args()
     questions = _questions(args.docs, args.questions + args.new_process)
-    out = {"at_ingest": arm(args.docs, questions, True, args.new_process),
-           "at_question": arm(args.docs, questions, False, args.new_process)}
+    out = {"at_ingest": arm(args.docs, questions, True, args.new_process, args.min_passages),
+           "at_question": arm(args.docs, questions, False, args.new_process, args.min_passages)}
     a, b = out["at_ingest"], out["at_question"]
     out["ratios"] = {"ingest_cpu": round(a["ingest"]["cpu_s"] / max(b["ingest"]["cpu_s"], 1e-9), 2),
                      "warm_cpu_p95": round(a["warm_process"]["cpu_p95"] / max(b["warm_process"]["cpu_p95"], 1e-9),
