@@ -1,5 +1,5 @@
-"""The offline answerer's size: lines of code per module (no blank lines, comments or docstrings) and physical
-lines, data files (rules/*.json, variants.json) aside.
+"""The offline answerer's size per module, data files (rules/*.json, variants.json) aside: lines of code (no blank
+lines, comments or docstrings), blank lines, comment and docstring lines, and physical lines (all of them).
 
     python scripts/answerer_size.py
 """
@@ -28,13 +28,16 @@ def code_lines(src: str) -> int:
 
 
 def main() -> None:
-    code = physical = 0
+    totals = [0, 0, 0, 0]
+    print(" code blank notes physical")
     for path in sorted(ROOT.rglob("*.py")):
         src = path.read_text(encoding="utf-8")
-        n = code_lines(src)
-        code, physical = code + n, physical + src.count("\n")
-        print(f"{n:5d} {src.count(chr(10)):5d}  {path.relative_to(ROOT.parent)}")
-    print(f"{code:5d} {physical:5d}  lines of code, physical lines")
+        code, physical = code_lines(src), src.count("\n")
+        blank = sum(not line.strip() for line in src.splitlines())
+        row = [code, blank, physical - code - blank, physical]
+        totals = [t + n for t, n in zip(totals, row, strict=True)]
+        print(" ".join(f"{n:5d}" for n in row), "", path.relative_to(ROOT.parent))
+    print(" ".join(f"{n:5d}" for n in totals), " total (notes: comment and docstring lines)")
 
 
 if __name__ == "__main__":

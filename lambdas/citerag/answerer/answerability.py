@@ -1,7 +1,5 @@
-"""The answerability model: a logistic regression over the features the ranking computes (`extractive._features`)
-that estimates the probability that the best sentence holds the fact asked for. Its weights are data
-(`answerability.json`), trained by `scripts/train_answerability.py` on the development pool with family-held-out
-cross-validation; the threshold per language is the point chosen there (docs/answers.md)."""
+"""The answerability model: a logistic regression over `extractive._features`, the probability that the best
+sentence holds the fact. Weights: `answerability.json`, from `scripts/train_answerability.py` (docs/answers.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The embedded answerer: since no LLM runs offline, the answer is built only from sentences of the retrieved
-passages, each cited with its source id, in the question's language when a relevant source is in it. It never writes
-a word the sources do not contain, and says why when it answers nothing (`Decision`)."""
+"""The embedded answerer: with no LLM offline, an answer is only sentences of the retrieved passages, each cited,
+and a `Decision` says why it answers or refuses (docs/answers.md)."""
 
 from __future__ import annotations
 
@@ -24,6 +23,10 @@ from citerag.search.sparse import CorpusStats
 ANSWER_MIN_SCORE = rules.number("answer_min_score")
 UNKNOWN_WORD_MIN_SCORE = rules.number("unknown_word_min_score")
 UNKNOWN_KANA_WORD_MIN_SCORE = rules.number("unknown_kana_word_min_score")
+RUNNER_UP_RATIO = rules.number("runner_up_ratio")
+EXTEND_RATIO = rules.number("extend_ratio")
+EXTEND_LOOK = rules.number("extend_look")
+NAMED_MAX_SHARE = rules.number("named_max_share")
 Threshold = float | Mapping[str, float]
 
 
@@ -42,14 +45,9 @@ def answer_language(question: str) -> str:
     return detect_language(question)
 
 
-RUNNER_UP_RATIO = rules.number("runner_up_ratio")
-EXTEND_RATIO = rules.number("extend_ratio")
-EXTEND_LOOK = rules.number("extend_look")
-
-
 def _widened(candidates: list[Candidate]) -> Candidate:
-    """The best candidate, or its pair with a neighbour (before or after) when that scores within EXTEND_RATIO of
-    it: the sentence that matches the question often restates it, and the neighbour names what it asks for."""
+    """The best candidate, or its pair with a neighbour scoring within EXTEND_RATIO of it: the sentence that matches
+    the question often restates it, and the neighbour names what it asks for."""
     best = candidates[0]
     if best.pos != best.last or best.bonus > 0:
         return best
@@ -64,19 +62,18 @@ def _widened(candidates: list[Candidate]) -> Candidate:
 
 def _named_subject(query: Query, usable: list[Passage], candidates: list[Candidate],
                    picked: list[Candidate]) -> Candidate | None:
-    """For "who" questions, the lead sentence of the best passage when it names the passage's subject and the
-    answer does not: an article names its person once, and its later sentences drop the subject."""
+    """For "who", the best passage's lead sentence when it names the subject and the answer does not (an article
+    names its person once)."""
     best = picked[0]
     title = normalize(usable[best.rank].title).strip()
-    if len(title) < 2 or not kinds.wants_person(query) \
-            or any(title in normalize(c.text) for c in picked):
+    if len(title) < 2 or not kinds.wants_person(query) or any(title in normalize(c.text) for c in picked):
         return None
     return next((c for c in candidates if c.rank == best.rank and c.pos == c.last == 0
                  and _opens_with(normalize(c.text), title)), None)
 
 
 def _opens_with(text: str, name: str) -> bool:
-    """Does the sentence open with the name, its full form (middle names) included."""
+    """Whether the sentence opens with the name, in its full form (middle names) too."""
     if text.startswith(name):
         return True
     parts = [p for p in rx("name_parts").split(name) if p]
@@ -85,8 +82,7 @@ def _opens_with(text: str, name: str) -> bool:
 
 
 def _names_command(line: str, title: str) -> bool:
-    """A command alone on its line, told from other short lower-case lines by a command's marks or by the
-    document's own name ("aptitude update" in aptitude's manual)."""
+    """A command alone on its line: a command's marks, or the document's own name ("aptitude update")."""
     if not is_command_line(line) or len(line.split()) < 2:
         return False
     name = line.lstrip("$# ").split()[0]
@@ -94,9 +90,8 @@ def _names_command(line: str, title: str) -> bool:
 
 
 def _antecedent(best: Candidate, candidates: list[Candidate], title: str) -> Candidate | None:
-    """The statement before the best one when the best opens by pointing back to it ("その場所", "It then…"),
-    unless that statement is scored down more than the best (a heading, code); the command itself when the best
-    says what "this command" does."""
+    """The statement the best one points back to ("その場所", "It then…") unless scored down more (a heading,
+    code); the command itself when the best says what "this command" does."""
     if best.pos == 0:
         return None
     before = [c for c in candidates if c.rank == best.rank and c.last == best.pos - 1]
@@ -111,13 +106,11 @@ def _antecedent(best: Candidate, candidates: list[Candidate], title: str) -> Can
 
 
 def _close_runners_up(candidates: list[Candidate], wanted: Callable[[Candidate], bool]) -> list[Candidate]:
-    """The candidates of the kind asked for that score as a runner-up to the best would."""
     top = candidates[0].score
     return [c for c in candidates if c.score >= RUNNER_UP_RATIO * top and wanted(c)]
 
 
 def _of_the_asked_kind(query: Query, candidates: list[Candidate]) -> list[Candidate]:
-    """The candidates that may answer a question asking for a type or a reason."""
     if candidates and kinds.wants_type(query):
         # Else the best: a type is named in words too ("ユニット型").
         candidates = _close_runners_up(candidates, lambda c: kinds.names_type(c.text)) or candidates
@@ -159,25 +152,18 @@ def _says_what_is_asked(query: Query, picked: list[Candidate]) -> bool:
     return not kinds.wants_called(query) or any(kinds.names(c.text) for c in picked)
 
 
-class Estimate(Protocol):
-    """The answerability model's estimate (answerability.LogisticGate), and the floor for listing places to look."""
-
+class Estimate(Protocol):  # answerability.LogisticGate: its estimate, and the floor for listing places to look
     def probability(self, features: Mapping[str, float]) -> float: ...
-
     def shows_places(self, lang: str, probability: float) -> bool: ...
 
 
-class Gate(Protocol):
-    """Whether the answer the ranking found is given: (answered, probability, threshold)."""
-
+class Gate(Protocol):  # whether the answer the ranking found is given: (answered, probability, threshold)
     def judge(self, lang: str, features: Mapping[str, float]) -> tuple[bool, float | None, float | None]: ...
 
 
 @dataclass(frozen=True)
 class RuleGate:
-    """The hand-set thresholds (`CITERAG_ANSWER_MIN_SCORE`): the best sentence's evidence must reach `min_score`,
-    more when the question names a word no passage holds, and the answer must be about what the question names
-    and say what its kind asks for."""
+    """The hand-set thresholds (`CITERAG_ANSWER_MIN_SCORE`, docs/answers.md "When it refuses")."""
 
     min_score: Threshold = 0.0
     unknown_word_min_score: Threshold | None = None
@@ -210,9 +196,7 @@ def _missing(query: Query, stats: CorpusStats | None, texts: list[str]) -> tuple
 
 def _features(query: Query, stats: CorpusStats | None, candidates: list[Candidate], best: Candidate,
               picked: list[Candidate], about: bool, kind_found: bool, passage: Passage) -> dict[str, float]:
-    """What the answerability model reads: how well the best sentence matches, whether it holds what the question's
-    kind asks for and names what the question names, what of the question its passage lacks, and how far it
-    stands above the rest."""
+    """What the answerability model reads (docs/answers.md "When it refuses")."""
     top = candidates[0]
     sentence_cover, sentence_lacks = _missing(query, stats, [top.text, passage.section or "", passage.title])
     passage_cover, passage_lacks = _missing(query, stats, [passage.text, passage.section or "", passage.title])
@@ -242,21 +226,11 @@ def _weighed(usable: list[Passage], candidates: list[Candidate], chosen: Mapping
                     cosine=c.similarity, chosen_by=chosen.get((c.rank, c.pos), "")) for c in shown]
 
 
-def decide(
-    question: str | Query,
-    passages: list[Passage],
-    stats: CorpusStats | None = None,
-    *,
-    similarity: Similarity | None = None,
-    gate: Gate | None = None,
-    estimate: Estimate | None = None,
-    max_sentences: int = 2,
-    max_passages: int = 5,
-) -> tuple[list[Picked], Decision]:
-    """Up to `max_sentences` sentences that answer the question, and the Decision that says why, or why none
-    (nothing relevant, no sentence, or the gate: near misses share the topic, not the fact). Later picks must score
-    close to the best, so the answer does not wander. Without a gate every question is answered by the sentences
-    that score best, and no rule of the question's kind narrows them."""
+def decide(question: str | Query, passages: list[Passage], stats: CorpusStats | None = None, *,
+           similarity: Similarity | None = None, gate: Gate | None = None, estimate: Estimate | None = None,
+           max_sentences: int = 2, max_passages: int = 5) -> tuple[list[Picked], Decision]:
+    """Up to `max_sentences` sentences that answer the question and the Decision that says why, or why none.
+    Without a gate every question is answered by its best sentences, and no rule of its kind narrows them."""
     query, usable, candidates = rank_sentences(question, passages, stats, similarity=similarity,
                                                max_passages=max_passages)
     if not usable:
@@ -307,17 +281,10 @@ def decide(
     return [Picked(usable[c.rank].source_id, c.text, c.score) for c in picked], decision
 
 
-def pick_sentences(
-    question: str | Query,
-    passages: list[Passage],
-    stats: CorpusStats | None = None,
-    *,
-    similarity: Similarity | None = None,
-    min_score: Threshold = 0.0,
-    unknown_word_min_score: Threshold | None = None,
-    max_sentences: int = 2,
-    max_passages: int = 5,
-) -> list[Picked]:
+def pick_sentences(question: str | Query, passages: list[Passage], stats: CorpusStats | None = None, *,
+                   similarity: Similarity | None = None, min_score: Threshold = 0.0,
+                   unknown_word_min_score: Threshold | None = None, max_sentences: int = 2,
+                   max_passages: int = 5) -> list[Picked]:
     """`decide` with the hand-set thresholds; with a `min_score` of 0, no gate."""
     gated = any(v > 0 for v in ([min_score] if isinstance(min_score, int | float) else min_score.values()))
     gate = RuleGate(min_score, unknown_word_min_score) if gated else None
@@ -325,12 +292,8 @@ def pick_sentences(
                   max_passages=max_passages)[0]
 
 
-NAMED_MAX_SHARE = rules.number("named_max_share")
-
-
 def _named_words(query: Query, usable: list[Passage], stats: CorpusStats | None) -> set[int]:
-    """The documents a question names: words of the title of one that search found, rare in the index ("sqlite3"
-    of man-sqlite3)."""
+    """The documents a question names: words of a found document's title, rare in the index ("sqlite3")."""
     asked = content_terms(query) - filler_ids()
     named = {t for p in usable for t in terms_of(p.title, False) & asked}
     if stats is not None and stats.n_docs:
@@ -339,8 +302,7 @@ def _named_words(query: Query, usable: list[Passage], stats: CorpusStats | None)
 
 
 def _mentions(passage: Passage, named: set[int]) -> bool:
-    """False when the question names a document and this passage holds none of the words it names ("What port does
-    sqlite3 listen on?" is not answered from ssh's port forwarding)."""
+    """False when the question names a document and the passage holds none of its words (sqlite3's port: not ssh's)."""
     return not named or bool(named & terms_of(f"{passage.title} {passage.section or ''} {passage.text}", False))
 
 
@@ -370,8 +332,7 @@ def _repeats(a: str, b: str) -> bool:
 
 @dataclass
 class Answering:
-    """How the embedded answerer picks sentences: the model's similarity, the corpus IDF and the gate, built once by
-    Components and shared by every offline model and the search-only answerer."""
+    """Built once by Components and shared by every offline model and the search-only answerer."""
 
     similarity: Similarity | None = None
     stats: Callable[[], CorpusStats | None] | None = None
@@ -393,10 +354,8 @@ class Answering:
         self._latest.decision = decision
 
     def _stats(self) -> CorpusStats | None:
-        if self.stats is None:
-            return None
         try:
-            return self.stats()
+            return self.stats() if self.stats is not None else None
         except Exception:  # IDF weights refine the choice; without them every term weighs the same
             return None
 

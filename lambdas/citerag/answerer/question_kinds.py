@@ -1,14 +1,12 @@
-"""What a question asks for ("how many": a number; "which option": an option; "what is it called": a name) and
-what a sentence that answers it holds. The patterns are the named entries of rules/question_kinds.json; the kinds
-themselves, with their cases, are rules/kinds.json, and any of them can be switched off to measure what it is
-worth (`bench-answers --ablate KIND`)."""
+"""What a question asks for ("how many": a number; "what is it called": a name) and what a sentence that answers it
+holds: patterns in rules/question_kinds.json, the kinds in rules/kinds.json (docs/answers.md "Rules as data")."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from functools import cache
+from functools import cache, partial
 
 from citerag.answerer import rules
 from citerag.citations.statements import LEADING_ENUMERATOR
@@ -42,8 +40,7 @@ def switched_off(*names: str) -> Iterator[None]:
         _OFF.update(before)
 
 
-def rx(rule_id: str, **parts: str) -> re.Pattern[str]:
-    return rules.compiled("question_kinds", rule_id, **parts)
+rx = partial(rules.compiled, "question_kinds")
 
 
 def asked(rule_id: str, kind: str, text: str) -> re.Match[str] | None:
@@ -51,8 +48,15 @@ def asked(rule_id: str, kind: str, text: str) -> re.Match[str] | None:
     return rx(rule_id).search(text) if on(kind) else None
 
 
-def asks_for_number(query: Query) -> bool:
-    return bool(asked("wants_number", "number", query.text))
+def _asks(kind: str) -> Callable[[Query], bool]:
+    return lambda query: bool(asked(f"wants_{kind}", kind, query.text))
+
+
+asks_for_number = _asks("number")
+wants_type = _asks("type")
+wants_name = _asks("name")
+wants_called = _asks("called")
+wants_person = _asks("person")
 
 
 def _holds_number(text: str) -> bool:
@@ -64,18 +68,13 @@ def _counted(counter: str) -> re.Pattern[str]:
     return rx("counted", units=rules.lexicon("counters")[counter])
 
 
-def _counted_en(unit: str) -> re.Pattern[str]:
-    return rx("counted_bytes_en") if unit == "byte" else rx("counted_en", unit=unit)
-
-
 def _units_in(pattern: re.Pattern[str]) -> Callable[[str], bool]:
     return lambda text: bool(pattern.search(rx("not_counts").sub(" ", normalize(text))))
 
 
 def number_evidence(query: Query) -> Callable[[str], bool]:
-    """What tells a sentence answers a question that asks for a number (a year; a time, for "how long" and
-    "when"; the counted unit, for "何人"; a limit, for
-    "the maximum number"). The question's own words with digits ("ASN1_MAX_NAME_SIZE") are not the number."""
+    """What tells a sentence answers a question that asks for a number (a year, a time, the counted unit of "何人",
+    a limit). The question's own words with digits ("ASN1_MAX_NAME_SIZE") are not the number."""
     kind = _number_kind(query)
     named = sorted(set(rx("with_digits").findall(query.text)), key=len, reverse=True)
 
@@ -98,27 +97,12 @@ def _number_kind(query: Query) -> Callable[[str], bool]:
         # A counter is Japanese grammar: an English sentence states the number without it ("in 1913" for 何年).
         return lambda t: counted(t) if detect_language(t) == "ja" else _holds_number(t)
     if unit := asked("wants_units_en", "count", text):
-        counted_en = _units_in(_counted_en(unit.group(1).lower()))
+        en = unit.group(1).lower()
+        counted_en = _units_in(rx("counted_bytes_en") if en == "byte" else rx("counted_en", unit=en))
         return lambda t: counted_en(t) if detect_language(t) == "en" else _holds_number(t)
     if asked("wants_time", "time", text):
         return lambda t: _holds_number(t) or bool(rx("time").search(t))
     return _holds_number
-
-
-def wants_type(query: Query) -> bool:
-    return bool(asked("wants_type", "type", query.text))
-
-
-def wants_name(query: Query) -> bool:
-    return bool(asked("wants_name", "name", query.text))
-
-
-def wants_called(query: Query) -> bool:
-    return bool(asked("wants_called", "called", query.text))
-
-
-def wants_person(query: Query) -> bool:
-    return bool(asked("wants_person", "person", query.text))
 
 
 def names(text: str) -> bool:

@@ -1,13 +1,12 @@
-"""Every statement of the passages search found, scored as an answer to the question: the share of the
-question's terms it holds, the embedded model's cosine, evidence of the asked type, and penalties for what reads
-badly as an answer (headings, fragments, code, markup). `extractive` picks the answer from this ranking."""
+"""Every statement of the passages search found, scored as an answer to the question (the score: docs/answers.md
+"How a sentence is chosen"). `extractive` picks the answer from this ranking."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
 from typing import NamedTuple
 
 import numpy as np
@@ -42,15 +41,12 @@ from citerag.search.passage import Passage
 from citerag.search.query import Query, analyze
 from citerag.search.sparse import CorpusStats, tokenize
 
-Similarity = Callable[[str, list[str]], list[float]]
-"""(question, sentences) -> the embedded model's cosine of each sentence to the question."""
-
-
-def rx(rule_id: str, **parts: str) -> re.Pattern[str]:
-    return rules.compiled("sentences", rule_id, **parts)
-
-
+Similarity = Callable[[str, list[str]], list[float]]  # (question, sentences) -> each sentence's cosine to it
+rx = partial(rules.compiled, "sentences")
 N = rules.number
+SIMILARITY_WEIGHT = N("similarity_weight")
+SIMILARITY_FLOOR = N("similarity_floor")
+HEADING_CHARS = 160
 
 
 @dataclass(frozen=True)
@@ -67,14 +63,9 @@ class Candidate:
     evidence: float  # the score without the terms the document's title lent: what the abstention gate reads
 
 
-SIMILARITY_WEIGHT = N("similarity_weight")
-SIMILARITY_FLOOR = N("similarity_floor")
-
-
-def answer_score(lexical: float, similarity: float | None, rank: int, factor: float, bonus: float, *,
-                 w_sim: float = SIMILARITY_WEIGHT, floor: float = SIMILARITY_FLOOR) -> float:
+def answer_score(lexical: float, similarity: float | None, rank: int, factor: float, bonus: float) -> float:
     """The penalties (fragment, heading, markup) scale the evidence; the question-type bonus is added after."""
-    semantic = w_sim * (similarity - floor) if similarity is not None else 0.0
+    semantic = SIMILARITY_WEIGHT * (similarity - SIMILARITY_FLOOR) if similarity is not None else 0.0
     return (lexical + semantic + 0.05 / (rank + 1)) * factor + bonus
 
 
@@ -84,33 +75,28 @@ def _as_named(number: str) -> re.Pattern[str]:
     return rx("as_named_decimal" if "." in number else "as_named", number=re.escape(number))
 
 
-HEADING_CHARS = 160
+def _path(passage: Passage) -> str:
+    """A passage's heading path; "" for a page or a text file's line range, which say nothing of the topic."""
+    return passage.section if passage.section and not LINE_RANGE.match(passage.section) else ""
 
 
 def _own_heading(passage: Passage) -> str:
     """The innermost heading of a Markdown or HTML passage's section, normalised; "" for any other passage."""
-    if not passage.section or LINE_RANGE.match(passage.section):
-        return ""
-    return normalize(passage.section.rsplit(" > ", 1)[-1]).strip()
+    return normalize(path.rsplit(" > ", 1)[-1]).strip() if (path := _path(passage)) else ""
 
 
 def _heading(passage: Passage) -> str:
-    """What a passage is about: its heading path, else its document's title (a text file's section is a line range,
-    which says nothing of the topic). Bounded: it only sets the scene for the sentence the model reads."""
-    if passage.section and not LINE_RANGE.match(passage.section):
-        return passage.section[-HEADING_CHARS:]  # the innermost headings say the most
-    return passage.title[:HEADING_CHARS]
+    """What a passage is about: its heading path (the innermost headings say the most), else its document's title."""
+    return _path(passage)[-HEADING_CHARS:] or passage.title[:HEADING_CHARS]
 
 
 def shows_code(text: str) -> bool:
-    """A command or code, in a line or inside a sentence."""
     return bool(is_code_line(text) or CODE.search(text))
 
 
 def does_what_asked(query: Query, code: bool = True) -> Callable[[str], bool] | None:
-    """For "How do I <verb>…" ("…を変換するには"): whether a sentence says the verb, in any form and not negated (the
-    noun of a Japanese する verb), or (`code`) shows code. None for other questions, and for verbs that say nothing of
-    the action ("get", "use", "make", "know")."""
+    """For "How do I <verb>…" ("…を変換するには"): whether a sentence says the verb in any form, not negated, or
+    (`code`) shows code. None for other questions and for verbs that say nothing ("get", "use", "know")."""
     def code_shown(text: str) -> bool:
         return code and (shows_code(text) or bool(rx("named_code").search(text)))
 
@@ -166,34 +152,22 @@ def _weights(query: Query, terms: set[int], stats: CorpusStats | None) -> dict[i
 
 
 def _read(query: Query, terms: set[int], stats: CorpusStats | None) -> _Asked:
-    """What every sentence is scored against, worked out once per question."""
     weight = _weights(query, terms, stats)
-    evidence = [
-        kinds.names if kinds.wants_name(query) else None,
-        kinds.kind_evidence(query),
-        kinds.reason_evidence(query),
-    ]
+    evidence = [kinds.names if kinds.wants_name(query) else None, kinds.kind_evidence(query),
+                kinds.reason_evidence(query)]
     text = normalize(query.text)
-    return _Asked(
-        query=query,
-        weight=weight,
-        total=sum(weight.values()) or 1.0,
-        operators=bool(operator_terms(query.text)),
-        symbols=named_symbols(query),
-        closed=closed_compounds(query, terms),
-        numbers=[_as_named(n) for n in set(rx("question_number").findall(text.replace(",", "")))],
-        days=[rx("day", day=re.escape(day)) for day in rx("question_day").findall(text)],
-        says=does_what_asked(query, code=False),
-        holds_number=kinds.number_evidence(query) if kinds.asks_for_number(query) else None,
-        evidence=[e for e in evidence if e is not None],
-    )
+    return _Asked(query=query, weight=weight, total=sum(weight.values()) or 1.0,
+                  operators=bool(operator_terms(query.text)), symbols=named_symbols(query),
+                  closed=closed_compounds(query, terms),
+                  numbers=[_as_named(n) for n in set(rx("question_number").findall(text.replace(",", "")))],
+                  days=[rx("day", day=re.escape(day)) for day in rx("question_day").findall(text)],
+                  says=does_what_asked(query, code=False), holds_number=_numbers(query),
+                  evidence=[e for e in evidence if e is not None])
 
 
 def _off_topic(asked: _Asked, p: Passage, path: str) -> float:
-    """missing_number_factor for a passage that lacks a number the question names ("in 1953", "Rust 1.0"): it is
-    about something else (near misses often differ from what the documents hold only there). Its headings count
-    ("Data types > f32", asked about f32's size); a day in Japanese form is looked for in Japanese text only (an
-    English one writes it "January 9")."""
+    """missing_number_factor for a passage that lacks a number the question names ("in 1953"), its headings
+    included; a day in Japanese form is looked for in Japanese text only (English writes "January 9")."""
     if not asked.numbers and not asked.days:
         return 1.0
     place = normalize(f"{p.title} {path} {p.text}").replace(",", "")
@@ -203,8 +177,7 @@ def _off_topic(asked: _Asked, p: Passage, path: str) -> float:
 
 
 def _units(spans: list[str], heading: list[bool], owns: list[bool], lang: str) -> list[tuple[int, int, str]]:
-    """(first statement, last statement, text) of each statement and of each pair of neighbours that may be read
-    as one."""
+    """(first statement, last statement, text) of each statement and of each pair of neighbours read as one."""
     units: list[tuple[int, int, str]] = []
     for pos, text in enumerate(spans):
         units.append((pos, pos, text))
@@ -243,18 +216,16 @@ class _Scored(NamedTuple):
 
 
 def _score_passage(asked: _Asked, rank: int, p: Passage, foreign: bool) -> list[_Scored]:
-    """Each statement of one passage and each pair of neighbours, scored without the model."""
     q, weight, total = asked.weight.keys(), asked.weight, asked.total
     spans = split_statements(p.text, lines_wrap=p.page is None)
     lines = LINE_RANGE.match(p.section or "")
-    path = p.section if p.section and not lines else ""  # a text file's line range is none
+    path = _path(p)
     # A text file's passage from line 1 starts where the document does, not at a chunk boundary.
     mid_sentence = not (lines and lines.group(1) == "1")
     off_topic = _off_topic(asked, p, path)
     # A sentence is about what its section's heading says: the heading's terms count as the sentence's.
     headed = terms_of(path, False) & q
-    # Without headings, the document's title says which document a sentence is from: its terms rank the
-    # sentences, but the gate reads only the evidence the sentence holds with its headings (else every sentence
+    # Without headings, the title's terms rank the sentences but are no evidence for the gate (else every sentence
     # of an article the question names would hold its terms, a near miss's too).
     titled = set() if path else terms_of(p.title, False) & q
     # Per statement, once: a unit (a statement or a pair) is led on or code when one of its statements is.
@@ -304,10 +275,8 @@ def _under(head: str, text: str) -> str:
 
 
 def _cosines(similarity: Similarity, question: str, raw: list[_Scored], heads: list[str]) -> list[float | None]:
-    """Each unit's cosine to the question. With a model that gives vectors (`pair_similarity`), only statements are
-    embedded (ingest may have embedded them already) and a pair's vector is its two statements' vectors weighed
-    by their length: a mean-pooling model's vector of two sentences is close to that, and embedding every pair
-    as well doubled the work of a first answer."""
+    """Each unit's cosine to the question. With a model that gives vectors, a pair's vector is its statements',
+    weighed by length (close to a mean-pooling model's; embedding pairs too doubled a first answer's work)."""
     vectors = getattr(similarity, "vectors", None)
     if vectors is None:
         return list(similarity(question, [_under(heads[r.rank], r.text) for r in raw]))
@@ -327,21 +296,10 @@ def _cosines(similarity: Similarity, question: str, raw: list[_Scored], heads: l
     return out
 
 
-def rank_sentences(
-    question: str | Query,
-    passages: list[Passage],
-    stats: CorpusStats | None = None,
-    *,
-    similarity: Similarity | None = None,
-    max_passages: int = 5,
-) -> tuple[Query, list[Passage], list[Candidate]]:
-    """Every statement in the relevant passages, scored as an answer to the question, best first.
-
-    score = IDF-weighted share of the question's terms in the sentence + the model's cosine of the sentence (read
-    under its heading) and the question (when there is a model) + evidence of the asked type (a number for "how
-    many", a command for "how do I") + a small prior for better-ranked passages; headings, fragments, markup and
-    questions score low.
-    """
+def rank_sentences(question: str | Query, passages: list[Passage], stats: CorpusStats | None = None, *,
+                   similarity: Similarity | None = None,
+                   max_passages: int = 5) -> tuple[Query, list[Passage], list[Candidate]]:
+    """Every statement in the relevant passages, scored as an answer to the question, best first."""
     query = analyze(question)
     usable = [p for p in passages if p.relevant][:max_passages]
     terms = content_terms(query)
@@ -355,11 +313,8 @@ def rank_sentences(
            for unit in _score_passage(asked, rank, p, own_language and p.lang != query.lang)]
     if not raw:
         return query, usable, []
-    if similarity:
-        # The model reads each sentence under its heading (or its document's title), which says what it is about.
-        sims: list[float | None] = _cosines(similarity, query.text, raw, heads)
-    else:
-        sims = [None] * len(raw)
+    # The model reads each sentence under its heading (or its document's title), which says what it is about.
+    sims: list[float | None] = _cosines(similarity, query.text, raw, heads) if similarity else [None] * len(raw)
     candidates = []
     for r, sim in zip(raw, sims, strict=True):
         score = round(answer_score(r.lexical, sim, r.rank, r.factor, r.bonus), 4)

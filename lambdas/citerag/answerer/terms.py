@@ -4,7 +4,7 @@ Patterns: rules/terms.json; word lists: rules/lexicons.json."""
 
 from __future__ import annotations
 
-from functools import cache
+from functools import cache, partial
 from itertools import pairwise
 
 from citerag.answerer import rules, variants
@@ -12,9 +12,8 @@ from citerag.documents.text import normalize
 from citerag.search.query import Query
 from citerag.search.sparse import CorpusStats, term_id, tokenize
 
-
-def rx(rule_id: str, **parts: str):
-    return rules.compiled("terms", rule_id, **parts)
+rx = partial(rules.compiled, "terms")
+_NOUN_ENDINGS = {"nominal_d": "s", "nominal_mit": "miss", "nominal_b": "pt", "nominal_c": "ct"}
 
 
 def operator_terms(text: str) -> set[int]:
@@ -90,18 +89,15 @@ def filler_ids() -> frozenset[int]:
     return frozenset(term_id(t) for t in filler())
 
 
-_NOUN_ENDINGS = {"nominal_d": "s", "nominal_mit": "miss", "nominal_b": "pt", "nominal_c": "ct"}
-
-
 def noun_forms(stem: str) -> list[str]:
     """A verb's stem and its noun's ("divid" of dividing, "divis" of division)."""
     return [rx(rule).sub(noun, stem) for rule, noun in _NOUN_ENDINGS.items() if rx(rule).search(stem)]
 
 
 def unknown_words(query: Query, stats: CorpusStats | None) -> list[str]:
-    """The question's words no indexed passage contains, in any form (a verb counts as known by its noun):
-    Latin-script words that carry meaning, and katakana words one of whose bigrams no passage has. Kanji and kana
-    text has no word boundaries without a dictionary, and its bigrams cross them, so their absence says little."""
+    """The question's words no indexed passage contains in any form (a verb is known by its noun): Latin-script
+    words that carry meaning, and katakana words with a bigram no passage has (kanji and kana bigrams cross word
+    boundaries, so their absence says little)."""
     if stats is None or not stats.n_docs:
         return []
     out = [t for t in dict.fromkeys(query.tokens)

@@ -1,15 +1,6 @@
-"""Word variants: a question's word also counts as held by a sentence that writes it another way.
-
-Two sources. Sudachi's analysis (the `japanese` extra, handed in by Components): a word and a spelling of it share
-Sudachi's normalised form (サーバ/サーバー, インタフェース/インターフェイス) or, with other okurigana, its reading
-and kanji (取扱い/取り扱い). And `variants.json`: groups of words that name the same thing (a katakana loanword and
-a native term, English synonyms common in technical documents), each with its source. A sentence that holds a
-variant of a question's word is given that word's terms, at that word's weight: the question's terms and weights
-do not change, so a question whose words the documents use as they are scores as before.
-
-The setting is process-wide (`use`, called where Components builds the answerer): the ranking and the gate's
-features ask this module, not the caller, so that no signature between them changes.
-"""
+"""Word variants: a question's word also counts as held by a sentence that writes it another way, by Sudachi's
+analysis or a group of `variants.json` (docs/answers.md "Word variants"). The setting is process-wide (`use`, from
+Components): the ranking and the gate's features ask this module, so no signature between them changes."""
 
 from __future__ import annotations
 
@@ -17,7 +8,7 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -48,8 +39,9 @@ class Lexicon(BaseModel):
     groups: list[Group] = Field(max_length=5000)
 
 
+# text -> (surface, normalised form, reading) of each content word written in kana or kanji (Sudachi)
 Forms = Callable[[str], list[tuple[str, str, str]]]
-"""text -> (surface, normalised form, reading) of each content word written in kana or kanji (Sudachi)."""
+rx = partial(rules.compiled, "terms")
 
 
 class _Config:
@@ -73,10 +65,6 @@ def use(enabled: bool, forms: Forms | None = None) -> None:
 @lru_cache(maxsize=1)
 def lexicon(path: Path = LEXICON) -> Lexicon:
     return Lexicon.model_validate_json(path.read_text(encoding="utf-8"))
-
-
-def rx(rule_id: str, **parts: str) -> re.Pattern[str]:
-    return rules.compiled("terms", rule_id, **parts)
 
 
 def _words(text: str) -> tuple[str, ...]:
@@ -166,8 +154,7 @@ def _sentence(text: str, lang: str, sudachi: bool) -> tuple[str, tuple[str, ...]
 
 
 def variant_terms(query: Query, text: str) -> set[int]:
-    """The question's terms that `text` holds in another form (to be intersected with the terms the ranking
-    weighs)."""
+    """The question's terms that `text` holds in another form (the ranking intersects them with those it weighs)."""
     found = expansion(query)
     if found is None:
         return set()

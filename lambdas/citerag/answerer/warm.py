@@ -1,7 +1,5 @@
-"""Statement vectors made at ingest: the answerer weighs every statement of the passages search finds by the
-model's cosine, and embedding them at question time made a first answer take seconds (each statement about 65 ms
-of CPU). Ingest embeds each section's statements, read under the heading the answerer reads them under, into the
-embedding cache, so a question embeds only itself and the few statements a passage's window cuts differently."""
+"""Statement vectors made at ingest, so a first answer embeds only the question and the few statements a passage's
+window cuts differently (docs/answers.md "First answers")."""
 
 from __future__ import annotations
 

@@ -18,6 +18,7 @@ _PART = re.compile(r"⟨(@?)([\w]+)⟩")
 
 @dataclass(frozen=True)
 class Rule:
+    file: str
     id: str
     source: str  # the pattern as written, parts unfilled
     flags: int
@@ -29,10 +30,7 @@ class Rule:
 
     @property
     def pattern(self) -> re.Pattern[str]:
-        return compiled(self.file_of(), self.id, **dict(self.fill))
-
-    def file_of(self) -> str:
-        return next(name for name in files() if any(r is self for r in load(name)))
+        return compiled(self.file, self.id, **dict(self.fill))
 
 
 @cache
@@ -46,7 +44,7 @@ def files() -> list[str]:
 
 @cache
 def load(name: str) -> tuple[Rule, ...]:
-    return tuple(Rule(id=r["id"], source=r["pattern"], flags=sum(_FLAGS[f] for f in r.get("flags", "")),
+    return tuple(Rule(file=name, id=r["id"], source=r["pattern"], flags=sum(_FLAGS[f] for f in r.get("flags", "")),
                       why=r.get("why", ""), category=r.get("category", ""),
                       fill=tuple(sorted(r.get("fill", {}).items())),
                       matches=tuple(r["examples"]["match"]), not_matches=tuple(r["examples"]["no_match"]))
