@@ -12,7 +12,7 @@ from typing import Protocol
 
 from citerag.answerer import question_kinds as kinds
 from citerag.answerer import rules
-from citerag.answerer.ranking import Candidate, Similarity, does_what_asked, rank_sentences, rx, shows_code
+from citerag.answerer.ranking import Candidate, Order, Similarity, does_what_asked, rank_sentences, rx, shows_code
 from citerag.answerer.terms import content_terms, filler_ids, terms_of, unknown_words
 from citerag.citations.decision import Decision, Reason, Weighed
 from citerag.citations.statements import is_command_line
@@ -135,8 +135,10 @@ def _with_runners_up(best: Candidate, candidates: list[Candidate], about: list[b
     # Close to the best sentence, not to the lower-scored pair `_widened` may show instead.
     top = candidates[0]
     for c in candidates[1:]:
-        if len(picked) >= max_sentences or c.score < RUNNER_UP_RATIO * top.score:
+        if len(picked) >= max_sentences:
             break
+        if c.score < RUNNER_UP_RATIO * top.score:
+            continue  # a learned order need not be by score
         if c.evidence < RUNNER_UP_RATIO * max(top.evidence, best.evidence):
             continue  # close to the best only by the title's terms
         if not about[c.rank]:
@@ -252,13 +254,14 @@ def decide(
     estimate: Estimate | None = None,
     max_sentences: int = 2,
     max_passages: int = 5,
+    order: Order | None = None,
 ) -> tuple[list[Picked], Decision]:
     """Up to `max_sentences` sentences that answer the question, and the Decision that says why, or why none
     (nothing relevant, no sentence, or the gate: near misses share the topic, not the fact). Later picks must score
     close to the best, so the answer does not wander. Without a gate every question is answered by the sentences
     that score best, and no rule of the question's kind narrows them."""
     query, usable, candidates = rank_sentences(question, passages, stats, similarity=similarity,
-                                               max_passages=max_passages)
+                                               max_passages=max_passages, order=order)
     if not usable:
         return [], Decision(answered=False, reason=Reason.NO_RELEVANT_PASSAGE,
                             detail="search found no passage relevant to the question")
@@ -377,6 +380,7 @@ class Answering:
     stats: Callable[[], CorpusStats | None] | None = None
     gate: Gate | None = None  # None: every question answered by its best sentences
     estimate: Estimate | None = None  # the answerability model: said in each decision, and whether to list places
+    order: Order | None = None  # None: the hand ranking's order
     # Told of every question and its passages: `bench-answers` says where a wrong answer's fact was.
     observer: Callable[[str | Query, list[Passage]], None] | None = None
     # Per thread: serve answers requests side by side.
@@ -404,7 +408,7 @@ class Answering:
         if self.observer is not None:
             self.observer(question, passages)
         picked, self.last = decide(question, passages, self._stats(), similarity=self.similarity, gate=self.gate,
-                                   estimate=self.estimate)
+                                   estimate=self.estimate, order=self.order)
         self.newest = self.last
         return picked, self.last
 
@@ -413,4 +417,4 @@ class Answering:
 
     def candidates(self, question: str | Query, passages: list[Passage]) -> list[Candidate]:
         """Every sentence `pick` weighs for the question, best first, scored as `pick` scores them."""
-        return rank_sentences(question, passages, self._stats(), similarity=self.similarity)[2]
+        return rank_sentences(question, passages, self._stats(), similarity=self.similarity, order=self.order)[2]

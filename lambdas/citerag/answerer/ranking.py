@@ -44,6 +44,8 @@ from citerag.search.sparse import CorpusStats, tokenize
 
 Similarity = Callable[[str, list[str]], list[float]]
 """(question, sentences) -> the embedded model's cosine of each sentence to the question."""
+Order = Callable[[Query, list[Passage], list["Candidate"]], list["Candidate"]]
+"""Reorders the scored candidates (the learned order, `sentence_model`); their scores stay as they are."""
 
 
 def rx(rule_id: str, **parts: str) -> re.Pattern[str]:
@@ -334,6 +336,7 @@ def rank_sentences(
     *,
     similarity: Similarity | None = None,
     max_passages: int = 5,
+    order: Order | None = None,
 ) -> tuple[Query, list[Passage], list[Candidate]]:
     """Every statement in the relevant passages, scored as an answer to the question, best first.
 
@@ -367,7 +370,7 @@ def rank_sentences(
         candidates.append(Candidate(r.rank, r.first, r.last, r.text, round(r.lexical, 4), round(sim or 0.0, 4),
                                     r.factor, r.bonus, score, evidence))
     candidates.sort(key=lambda c: (-c.score, c.rank, c.pos))
-    return query, usable, candidates
+    return query, usable, order(query, usable, candidates) if order is not None else candidates
 
 
 def _when(asks: Callable[[Query], bool],
