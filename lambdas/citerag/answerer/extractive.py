@@ -216,6 +216,8 @@ def _features(query: Query, stats: CorpusStats | None, candidates: list[Candidat
     kind asks for and names what the question names, what of the question its passage lacks, and how far it
     stands above the rest."""
     top = candidates[0]
+    # The rules' floor was set on the best-scored sentence: a learned order may put first one that scores lower.
+    matched = min(candidates, key=lambda c: (-c.score, c.rank, c.pos)).evidence
     sentence_cover, sentence_lacks = _missing(query, stats, [top.text, passage.section or "", passage.title])
     passage_cover, passage_lacks = _missing(query, stats, [passage.text, passage.section or "", passage.title])
     unknown = unknown_words(query, stats)
@@ -223,7 +225,7 @@ def _features(query: Query, stats: CorpusStats | None, candidates: list[Candidat
                   0.0)
     ja = 1.0 if query.lang == "ja" else 0.0
     return {
-        "evidence": top.evidence, "score": top.score, "cosine": top.similarity, "lexical": top.lexical,
+        "evidence": matched, "score": top.score, "cosine": top.similarity, "lexical": top.lexical,
         "factor": top.factor, "bonus": top.bonus, "margin": top.score - runner,
         "unknown_latin": float(sum(w.isascii() for w in unknown)),
         "unknown_kana": float(sum(not w.isascii() for w in unknown)),
@@ -231,7 +233,7 @@ def _features(query: Query, stats: CorpusStats | None, candidates: list[Candidat
         "about": float(about), "kind_found": float(kind_found),
         "says_asked": float(_says_what_is_asked(query, picked)),
         "asks_number": float(kinds.asks_for_number(query)), "pair": float(best.pos != best.last),
-        "ja": ja, "ja_evidence": ja * top.evidence, "ja_cosine": ja * top.similarity,
+        "ja": ja, "ja_evidence": ja * matched, "ja_cosine": ja * top.similarity,
         "sentence_cover": sentence_cover, "sentence_lacks": sentence_lacks,
         "passage_cover": passage_cover, "passage_lacks": passage_lacks,
     }
