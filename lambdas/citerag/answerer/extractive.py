@@ -282,7 +282,8 @@ def decide(
     about = [_mentions(p, named) and _quotes(p, quoted, query.lang) for p in usable]
     picked = _with_runners_up(best, candidates, about, max_sentences)
     chosen = {(c.rank, c.pos): "runner-up within 80% of the best score" for c in picked[1:]}
-    chosen[(best.rank, best.pos)] = "best score" if best is candidates[0] else "pair with a neighbour"
+    first = "best score" if order is None else "first in the learned order"
+    chosen[(best.rank, best.pos)] = first if best is candidates[0] else "pair with a neighbour"
     lead = _named_subject(query, usable, candidates, picked) if max_sentences > 1 else None
     if lead is not None:  # with the best sentence, which the lead alone would not show
         picked = [lead, *picked[: max_sentences - 1]]
