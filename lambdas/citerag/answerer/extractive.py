@@ -14,6 +14,7 @@ from citerag.answerer import question_kinds as kinds
 from citerag.answerer import rules
 from citerag.answerer.ranking import Candidate, Order, Similarity, does_what_asked, rank_sentences, rx, shows_code
 from citerag.answerer.terms import content_terms, filler_ids, terms_of, unknown_words
+from citerag.answerer.variants import variant_terms
 from citerag.citations.decision import Decision, Reason, Weighed
 from citerag.citations.statements import is_command_line
 from citerag.documents.text import detect_language, is_cjk, normalize
@@ -204,7 +205,7 @@ def _missing(query: Query, stats: CorpusStats | None, texts: list[str]) -> tuple
     if not terms:
         return 1.0, 0.0
     weight = {t: stats.idf(t) if stats is not None and stats.n_docs else 1.0 for t in terms}
-    held = set().union(*(terms_of(t, False) for t in texts)) & terms
+    held = set().union(*(terms_of(t, False) | variant_terms(query, t) for t in texts)) & terms
     lacking = [weight[t] for t in terms - held]
     return sum(weight[t] for t in held) / (sum(weight.values()) or 1.0), \
         (max(lacking) / max(weight.values())) if lacking else 0.0
@@ -279,7 +280,7 @@ def decide(
     named = _named_words(query, [p for p in usable if p.lang == query.lang] or usable, stats)
     quoted = _quoted(query)
     # Per passage, once: whether it holds what the question names and quotes.
-    about = [_mentions(p, named) and _quotes(p, quoted, query.lang) for p in usable]
+    about = [_mentions(p, named, query) and _quotes(p, quoted, query.lang) for p in usable]
     picked = _with_runners_up(best, candidates, about, max_sentences)
     chosen = {(c.rank, c.pos): "runner-up within 80% of the best score" for c in picked[1:]}
     first = "best score" if order is None else "first in the learned order"
@@ -344,10 +345,11 @@ def _named_words(query: Query, usable: list[Passage], stats: CorpusStats | None)
     return named
 
 
-def _mentions(passage: Passage, named: set[int]) -> bool:
+def _mentions(passage: Passage, named: set[int], query: Query) -> bool:
     """False when the question names a document and this passage holds none of the words it names ("What port does
     sqlite3 listen on?" is not answered from ssh's port forwarding)."""
-    return not named or bool(named & terms_of(f"{passage.title} {passage.section or ''} {passage.text}", False))
+    text = f"{passage.title} {passage.section or ''} {passage.text}"
+    return not named or bool(named & (terms_of(text, False) | variant_terms(query, text)))
 
 
 def _squashed(text: str) -> str:
