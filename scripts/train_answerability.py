@@ -1,12 +1,15 @@
 """Train the answerability model (lambdas/citerag/answerer/answerability.json) on the development pool, and say
 how it does on families it was not trained on.
 
-    python scripts/train_answerability.py datasets/pool --out lambdas/citerag/answerer/answerability.json
+    python scripts/train_answerability.py datasets/answers datasets/pool --ranking held-out \
+        --out lambdas/citerag/answerer/answerability.json
 
 Each subfolder of the pool is a family (documents of one project, with its questions-*.jsonl). Every question is
 asked through `citerag ask`'s default path with a gate that always answers, so each row holds the features the
 gate reads and whether the answer it would give is right (fact + right citation; never, for a near miss). Rows are
 cached per family (`--rows DIR`), keyed by the family's files and the answerer's code, so a rerun only trains.
+`--ranking held-out` asks each family with a sentence order fit on the other families alone
+(scripts/train_ranker.py), so neither the order nor the gate has seen the family it is measured on.
 
 Evaluation is family-held-out: for each family, the model and its thresholds are fit on the other families alone,
 then applied to it. The committed model is fit on every family; its thresholds are chosen on the held-out
