@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from citerag.answerer import rules
 from citerag.answerer.ranking import Candidate
 from citerag.search.passage import Passage
 from citerag.search.query import Query
@@ -23,7 +24,7 @@ FEATURES = ("score", "score_gap", "hand_rank", "lexical", "lexical_gap", "cosine
             "evidence_gap", "log_factor", "kind", "pair", "passage_rank", "first", "position", "length",
             "ja_score_gap", "ja_lexical_gap", "ja_cosine_gap", "ja_cosine_rank", "ja_kind", "ja_length",
             "ja_passage_rank")
-PAIR_COST = 0.02  # rules/numbers.json pair_cost: taken back out of the bonus, so `kind` is the kind evidence alone
+PAIR_COST = rules.number("pair_cost")  # taken back out of the bonus, so `kind` is the kind evidence alone
 
 
 def features(lang: str, candidates: Sequence[Candidate]) -> np.ndarray:
