@@ -1,12 +1,15 @@
 """Train the answerability model (lambdas/citerag/answerer/answerability.json) on the development pool, and say
 how it does on families it was not trained on.
 
-    python scripts/train_answerability.py datasets/pool --out lambdas/citerag/answerer/answerability.json
+    python scripts/train_answerability.py datasets/answers datasets/pool --ranking held-out \
+        --out lambdas/citerag/answerer/answerability.json
 
 Each subfolder of the pool is a family (documents of one project, with its questions-*.jsonl). Every question is
 asked through `citerag ask`'s default path with a gate that always answers, so each row holds the features the
 gate reads and whether the answer it would give is right (fact + right citation; never, for a near miss). Rows are
 cached per family (`--rows DIR`), keyed by the family's files and the answerer's code, so a rerun only trains.
+`--ranking held-out` asks each family with a sentence order fit on the other families alone
+(scripts/train_ranker.py), so neither the order nor the gate has seen the family it is measured on.
 
 Evaluation is family-held-out: for each family, the model and its thresholds are fit on the other families alone,
 then applied to it. The committed model is fit on every family; its thresholds are chosen on the held-out
@@ -19,65 +22,43 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
+from pool_rows import TEST_FAMILIES, AlwaysAnswers, families_of, key, rows_of
+from train_ranker import L2 as RANKER_L2
+from train_ranker import groups, model_key
 
 from citerag.answerer.answerability import gate_from
 from citerag.answerer.extractive import ANSWER_MIN_SCORE, RuleGate
+from citerag.answerer.sentence_model import model_from
 from citerag.bench import answers as ab
 from citerag.bench.metrics import wilson_interval
 from citerag.components import Components
 from citerag.settings import Settings
 
-ROOT = Path(__file__).resolve().parents[1]
 FEATURES = ("evidence", "score", "cosine", "lexical", "factor", "bonus", "margin", "unknown_latin", "unknown_kana",
             "asks_code", "about", "kind_found", "says_asked", "asks_number", "pair", "ja", "ja_evidence",
             "ja_cosine", "sentence_cover", "sentence_lacks", "passage_cover", "passage_lacks")
 L2 = 1.0
 
 
-class AlwaysAnswers:
-    """Narrows to the asked kind as every gate does, then answers: the rows say what the gate would weigh."""
-
-    def judge(self, lang, features):
-        return True, None, None
+_key = key  # the name tests and older caches know
 
 
-# The code a row depends on: how sentences are cut, ranked and picked, and how the offline model answers.
-PICKING = ("answerer/extractive.py", "answerer/ranking.py", "answerer/question_kinds.py", "answerer/terms.py",
-           "answerer/variants.py", "answerer/variants.json", "adapters/offline_claude.py",
-           *(f"answerer/rules/{n}.json" for n in ("question_kinds", "sentences", "terms", "lexicons", "numbers",
-                                                   "kinds")),
-           "citations/statements.py", "documents/loaders.py", "search/pipeline.py")
+def rows_for(family: Path, families: list[Path], cache: Path, ranking: str) -> list[dict]:
+    """The family's rows asked with `ranking`: "held-out" orders its candidates by a sentence model fit on the other
+    families alone (scripts/train_ranker.py), so the gate's held-out figures see no order trained on the family."""
+    if ranking != "held-out":
+        return rows_of(family, cache, ranking=ranking)
+    model = held_out_order(family, families, cache)
+    return rows_of(family, cache, ranking="hand", order=model.order, order_key=model_key(model))
 
 
-def _key(family: Path) -> str:
-    h = hashlib.sha256()
-    for p in sorted(family.rglob("*")) + [ROOT / "lambdas" / "citerag" / f for f in PICKING]:
-        if p.is_file():
-            h.update(p.name.encode() + p.read_bytes())
-    return h.hexdigest()[:16]
-
-
-def rows_of(family: Path, cache: Path) -> list[dict]:
-    cached = cache / f"{family.name}-{_key(family)}.json"
-    if cached.exists():
-        return json.loads(cached.read_text(encoding="utf-8"))
-    ds = ab.load(family)
-    with tempfile.TemporaryDirectory(prefix="citerag-train-") as tmp:
-        comps = Components(Settings(index_path=Path(tmp) / "index.sqlite", answer_gate="off"))
-        comps.answering.gate = AlwaysAnswers()
-        res = ab.run(ds, comps, agent="local", splits=("dev", "test"),
-                     progress=lambda i, n: print(f"\r{family.name}: {i}/{n}", end="", file=sys.stderr))
-    print(file=sys.stderr)
-    rows = [{k: r[k] for k in ("id", "lang", "answerable", "right", "features", "misattributed")}
-            | {"family": family.name} for r in res["rows"]]
-    cache.mkdir(parents=True, exist_ok=True)
-    cached.write_text(json.dumps(rows, ensure_ascii=False), encoding="utf-8")
-    return rows
+def held_out_order(family: Path, families: list[Path], cache: Path):
+    others = [g for f in families if f != family for g in groups(rows_of(f, cache, ranking="hand", capture=True))]
+    return model_from(others, l2=RANKER_L2)
 
 
 # Families on one subject: a question of one may be answered by another's documents, so none is off-topic there.
@@ -102,19 +83,25 @@ def off_topic_questions(family: Path, families: list[Path]) -> list[tuple[str, s
     return out[:OFF_TOPIC_PER_FAMILY]
 
 
-def off_topic_rows(family: Path, families: list[Path], cache: Path) -> list[dict]:
+def off_topic_rows(family: Path, families: list[Path], cache: Path, ranking: str = "default") -> list[dict]:
     """Questions on another subject asked of this family: never answerable, and no place of these documents is
     one to look at. Rows as `rows_of`, with the number of places the answer listed under the gate it had."""
     asked = off_topic_questions(family, families)
-    h = hashlib.sha256(json.dumps(asked, ensure_ascii=False).encode() + _key(family).encode()).hexdigest()[:16]
+    model = held_out_order(family, families, cache) if ranking == "held-out" else None
+    tag = "" if ranking == "default" else ranking + (model_key(model) if model is not None else "")
+    h = hashlib.sha256(json.dumps(asked, ensure_ascii=False).encode() + _key(family).encode()
+                       + tag.encode()).hexdigest()[:16]
     cached = cache / f"{family.name}-off-topic-{h}.json"
     if cached.exists():
         return json.loads(cached.read_text(encoding="utf-8"))
     ds = ab.load(family)
     rows = []
     with tempfile.TemporaryDirectory(prefix="citerag-train-") as tmp:
-        comps = Components(Settings(index_path=Path(tmp) / "index.sqlite", answer_gate="off"))
+        settings = {} if ranking == "default" else {"answer_ranking": "hand"}
+        comps = Components(Settings(index_path=Path(tmp) / "index.sqlite", answer_gate="off", **settings))
         comps.answering.gate = AlwaysAnswers()
+        if model is not None:
+            comps.answering.order = model.order
         comps.ingestor().ingest_paths(ds.docs, sync=True)
         ask = ab.ASKERS["local"](comps)
         for i, (lang, question) in enumerate(asked):
@@ -173,7 +160,6 @@ def _probabilities(gate, rows: list[dict]) -> np.ndarray:
 
 
 PLACES_KEPT_PERCENTILE = 10
-TEST_FAMILIES = ("en-sqlite", "en-postgresql", "ja-jlreq", "ja-platex")  # datasets/pool/README.md
 
 
 def held_out(rows: list[dict], families: list[str], features: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
@@ -213,12 +199,14 @@ def main() -> None:
     ap.add_argument("--report", type=Path, help="write the held-out figures as JSON here")
     ap.add_argument("--ablate", action="append", default=[], metavar="FEATURE",
                     help="also report the held-out figures without this feature (repeatable; 'each' for all)")
+    ap.add_argument("--ranking", choices=("default", "hand", "held-out"), default="default",
+                    help="the sentence order the questions are asked with: the settings' default, the hand "
+                         "ranking, or per family a learned order fit on the other families (scripts/train_ranker.py)")
     args = ap.parse_args()
-    families = sorted(f for p in args.pool for f in ([p] if (p / "docs").is_dir() else sorted(p.iterdir()))
-                      if (f / "docs").is_dir())
+    families = families_of(args.pool)
     names = [f.name for f in families]
-    rows = [r for f in families for r in rows_of(f, args.rows)]
-    off = [r for f in families for r in off_topic_rows(f, families, args.rows)]
+    rows = [r for f in families for r in rows_for(f, families, args.rows, args.ranking)]
+    off = [r for f in families for r in off_topic_rows(f, families, args.rows, args.ranking)]
     p, decided = held_out(rows + off, names, FEATURES)
     pool_p, pool_decided = p[: len(rows)], decided[: len(rows)]
     report: dict = {"families": names, "questions": len(rows), "held_out": figures(rows, pool_decided)}
@@ -271,7 +259,7 @@ def main() -> None:
     if args.out:
         data = {"about": "P(the best sentence holds the fact): logistic regression, trained by "
                          "scripts/train_answerability.py; figures in docs/answers.md",
-                "trained_on": names, "questions": len(rows), "l2": L2,
+                "trained_on": names, "questions": len(rows), "l2": L2, "ranking": args.ranking,
                 "features": list(gate.names), "mean": list(gate.mean), "scale": list(gate.scale),
                 "weights": list(gate.weights), "bias": gate.bias, "thresholds": thresholds, "places": floors}
         args.out.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")

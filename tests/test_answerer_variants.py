@@ -164,3 +164,32 @@ def test_ask_answers_a_question_that_uses_another_word_than_the_document(tmp_pat
     off = json.loads(CliRunner().invoke(app, ["ask", question, "--json"],
                                         env={**env, "CITERAG_ANSWER_VARIANTS": "false"}).stdout)
     assert not off["answered"]
+
+
+def test_a_sentence_that_holds_a_variant_of_the_questions_word_lacks_nothing_the_gate_sees(lexicon_only):
+    from citerag.answerer.extractive import decide
+
+    passage = Passage(source_id="S1", text="Each project keeps its settings in a hidden directory at its root.",
+                      title="Guide", section="Guide > Settings", relevant=True)
+    _, decision = decide("Where does each project keep its settings folder?", [passage])
+    assert decision.features["sentence_lacks"] == 0.0 and decision.features["passage_lacks"] == 0.0
+    assert decision.features["sentence_cover"] == 1.0
+    variants.use(False, None)
+    _, without = decide("Where does each project keep its settings folder?", [passage])
+    assert without.features["sentence_lacks"] > 0.0 and without.features["sentence_cover"] < 1.0
+
+
+def test_a_passage_that_names_the_asked_document_by_a_variant_is_about_it(lexicon_only):
+    from citerag.answerer.extractive import decide
+
+    # "folder" names the folder options document; the replication passage writes "directory".
+    options = Passage(source_id="S1", text="The folder options dialog lists the views.", title="Folder options",
+                      section="Folder options > Views", relevant=True)
+    replication = Passage(source_id="S2", text="Replication copies every file of the shared directory to the server "
+                          "every ten minutes.", title="Replication", section="Replication > Schedule", relevant=True)
+    question = "How often are the files of the shared folder copied to the server?"
+    picked, decision = decide(question, [options, replication])
+    assert [p.source_id for p in picked] == ["S2"] and decision.features["about"] == 1.0
+    variants.use(False, None)
+    _, without = decide(question, [options, replication])
+    assert without.features["about"] == 0.0

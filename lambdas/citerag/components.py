@@ -412,8 +412,13 @@ class Components:
             gate = estimate
         elif semantic and s.answer_gate == "rules":
             gate = RuleGate(ANSWER_MIN_SCORE)
+        order = None
+        if semantic and s.answer_ranking == "learned":
+            from citerag.answerer.sentence_model import SentenceModel
+
+            order = SentenceModel.load().order
         return Answering(similarity=embedding_similarity(self.embedder) if semantic else None,
-                         stats=lambda: self.index.corpus_stats(ns), gate=gate, estimate=estimate)
+                         stats=lambda: self.index.corpus_stats(ns), gate=gate, estimate=estimate, order=order)
 
     @staticmethod
     def _sudachi_forms():

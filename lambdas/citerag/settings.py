@@ -163,6 +163,9 @@ class Settings(BaseSettings):
     # A question's word also matches a sentence that writes it another way: Sudachi's normalised forms (with the
     # japanese extra) and the synonyms of answerer/variants.json (docs/answers.md "Word variants").
     answer_variants: bool = True
+    # The order the embedded answerer weighs sentences in: "learned" (answerer/sentence_model.json, trained by
+    # scripts/train_ranker.py; docs/answers.md) or "hand" (the hand-set scores alone, for comparison).
+    answer_ranking: Literal["learned", "hand"] = "learned"
     # Local agent runtime: a Bedrock model id for Converse, or for Bedrock's Messages-API endpoint when the model
     # table says the model is served only there (used when boto3 finds AWS credentials), else the embedded
     # extractive model.

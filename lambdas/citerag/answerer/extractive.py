@@ -11,8 +11,9 @@ from typing import Protocol
 
 from citerag.answerer import question_kinds as kinds
 from citerag.answerer import rules
-from citerag.answerer.ranking import Candidate, Similarity, does_what_asked, rank_sentences, rx, shows_code
+from citerag.answerer.ranking import Candidate, Order, Similarity, does_what_asked, rank_sentences, rx, shows_code
 from citerag.answerer.terms import content_terms, filler_ids, terms_of, unknown_words
+from citerag.answerer.variants import variant_terms
 from citerag.citations.decision import Decision, Reason, Weighed
 from citerag.citations.statements import is_command_line
 from citerag.documents.text import detect_language, is_cjk, normalize
@@ -128,8 +129,10 @@ def _with_runners_up(best: Candidate, candidates: list[Candidate], about: list[b
     # Close to the best sentence, not to the lower-scored pair `_widened` may show instead.
     top = candidates[0]
     for c in candidates[1:]:
-        if len(picked) >= max_sentences or c.score < RUNNER_UP_RATIO * top.score:
+        if len(picked) >= max_sentences:
             break
+        if c.score < RUNNER_UP_RATIO * top.score:
+            continue  # a learned order need not be by score
         if c.evidence < RUNNER_UP_RATIO * max(top.evidence, best.evidence):
             continue  # close to the best only by the title's terms
         if not about[c.rank]:
@@ -188,7 +191,7 @@ def _missing(query: Query, stats: CorpusStats | None, texts: list[str]) -> tuple
     if not terms:
         return 1.0, 0.0
     weight = {t: stats.idf(t) if stats is not None and stats.n_docs else 1.0 for t in terms}
-    held = set().union(*(terms_of(t, False) for t in texts)) & terms
+    held = set().union(*(terms_of(t, False) | variant_terms(query, t) for t in texts)) & terms
     lacking = [weight[t] for t in terms - held]
     return sum(weight[t] for t in held) / (sum(weight.values()) or 1.0), \
         (max(lacking) / max(weight.values())) if lacking else 0.0
@@ -198,6 +201,8 @@ def _features(query: Query, stats: CorpusStats | None, candidates: list[Candidat
               picked: list[Candidate], about: bool, kind_found: bool, passage: Passage) -> dict[str, float]:
     """What the answerability model reads (docs/answers.md "When it refuses")."""
     top = candidates[0]
+    # The rules' floor was set on the best-scored sentence: a learned order may put first one that scores lower.
+    matched = min(candidates, key=lambda c: (-c.score, c.rank, c.pos)).evidence
     sentence_cover, sentence_lacks = _missing(query, stats, [top.text, passage.section or "", passage.title])
     passage_cover, passage_lacks = _missing(query, stats, [passage.text, passage.section or "", passage.title])
     unknown = unknown_words(query, stats)
@@ -205,7 +210,7 @@ def _features(query: Query, stats: CorpusStats | None, candidates: list[Candidat
                   0.0)
     ja = 1.0 if query.lang == "ja" else 0.0
     return {
-        "evidence": top.evidence, "score": top.score, "cosine": top.similarity, "lexical": top.lexical,
+        "evidence": matched, "score": top.score, "cosine": top.similarity, "lexical": top.lexical,
         "factor": top.factor, "bonus": top.bonus, "margin": top.score - runner,
         "unknown_latin": float(sum(w.isascii() for w in unknown)),
         "unknown_kana": float(sum(not w.isascii() for w in unknown)),
@@ -213,7 +218,7 @@ def _features(query: Query, stats: CorpusStats | None, candidates: list[Candidat
         "about": float(about), "kind_found": float(kind_found),
         "says_asked": float(_says_what_is_asked(query, picked)),
         "asks_number": float(kinds.asks_for_number(query)), "pair": float(best.pos != best.last),
-        "ja": ja, "ja_evidence": ja * top.evidence, "ja_cosine": ja * top.similarity,
+        "ja": ja, "ja_evidence": ja * matched, "ja_cosine": ja * top.similarity,
         "sentence_cover": sentence_cover, "sentence_lacks": sentence_lacks,
         "passage_cover": passage_cover, "passage_lacks": passage_lacks,
     }
@@ -228,11 +233,11 @@ def _weighed(usable: list[Passage], candidates: list[Candidate], chosen: Mapping
 
 def decide(question: str | Query, passages: list[Passage], stats: CorpusStats | None = None, *,
            similarity: Similarity | None = None, gate: Gate | None = None, estimate: Estimate | None = None,
-           max_sentences: int = 2, max_passages: int = 5) -> tuple[list[Picked], Decision]:
+           max_sentences: int = 2, max_passages: int = 5, order: Order | None = None) -> tuple[list[Picked], Decision]:
     """Up to `max_sentences` sentences that answer the question and the Decision that says why, or why none.
     Without a gate every question is answered by its best sentences, and no rule of its kind narrows them."""
     query, usable, candidates = rank_sentences(question, passages, stats, similarity=similarity,
-                                               max_passages=max_passages)
+                                               max_passages=max_passages, order=order)
     if not usable:
         return [], Decision(answered=False, reason=Reason.NO_RELEVANT_PASSAGE,
                             detail="search found no passage relevant to the question")
@@ -248,10 +253,11 @@ def decide(question: str | Query, passages: list[Passage], stats: CorpusStats | 
     named = _named_words(query, [p for p in usable if p.lang == query.lang] or usable, stats)
     quoted = _quoted(query)
     # Per passage, once: whether it holds what the question names and quotes.
-    about = [_mentions(p, named) and _quotes(p, quoted, query.lang) for p in usable]
+    about = [_mentions(p, named, query) and _quotes(p, quoted, query.lang) for p in usable]
     picked = _with_runners_up(best, candidates, about, max_sentences)
     chosen = {(c.rank, c.pos): "runner-up within 80% of the best score" for c in picked[1:]}
-    chosen[(best.rank, best.pos)] = "best score" if best is candidates[0] else "pair with a neighbour"
+    first = "best score" if order is None else "first in the learned order"
+    chosen[(best.rank, best.pos)] = first if best is candidates[0] else "pair with a neighbour"
     lead = _named_subject(query, usable, candidates, picked) if max_sentences > 1 else None
     if lead is not None:  # with the best sentence, which the lead alone would not show
         picked = [lead, *picked[: max_sentences - 1]]
@@ -301,9 +307,10 @@ def _named_words(query: Query, usable: list[Passage], stats: CorpusStats | None)
     return named
 
 
-def _mentions(passage: Passage, named: set[int]) -> bool:
+def _mentions(passage: Passage, named: set[int], query: Query) -> bool:
     """False when the question names a document and the passage holds none of its words (sqlite3's port: not ssh's)."""
-    return not named or bool(named & terms_of(f"{passage.title} {passage.section or ''} {passage.text}", False))
+    text = f"{passage.title} {passage.section or ''} {passage.text}"
+    return not named or bool(named & (terms_of(text, False) | variant_terms(query, text)))
 
 
 def _squashed(text: str) -> str:
@@ -338,6 +345,7 @@ class Answering:
     stats: Callable[[], CorpusStats | None] | None = None
     gate: Gate | None = None  # None: every question answered by its best sentences
     estimate: Estimate | None = None  # the answerability model: said in each decision, and whether to list places
+    order: Order | None = None  # None: the hand ranking's order
     # Told of every question and its passages: `bench-answers` says where a wrong answer's fact was.
     observer: Callable[[str | Query, list[Passage]], None] | None = None
     # Per thread: serve answers requests side by side.
@@ -363,7 +371,7 @@ class Answering:
         if self.observer is not None:
             self.observer(question, passages)
         picked, self.last = decide(question, passages, self._stats(), similarity=self.similarity, gate=self.gate,
-                                   estimate=self.estimate)
+                                   estimate=self.estimate, order=self.order)
         self.newest = self.last
         return picked, self.last
 
@@ -372,4 +380,4 @@ class Answering:
 
     def candidates(self, question: str | Query, passages: list[Passage]) -> list[Candidate]:
         """Every sentence `pick` weighs for the question, best first, scored as `pick` scores them."""
-        return rank_sentences(question, passages, self._stats(), similarity=self.similarity)[2]
+        return rank_sentences(question, passages, self._stats(), similarity=self.similarity, order=self.order)[2]

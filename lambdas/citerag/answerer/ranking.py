@@ -42,6 +42,8 @@ from citerag.search.query import Query, analyze
 from citerag.search.sparse import CorpusStats, tokenize
 
 Similarity = Callable[[str, list[str]], list[float]]  # (question, sentences) -> each sentence's cosine to it
+# Reorders the scored candidates (the learned order, `sentence_model`); their scores stay as they are.
+Order = Callable[[Query, list[Passage], list["Candidate"]], list["Candidate"]]
 rx = partial(rules.compiled, "sentences")
 N = rules.number
 SIMILARITY_WEIGHT = N("similarity_weight")
@@ -297,9 +299,10 @@ def _cosines(similarity: Similarity, question: str, raw: list[_Scored], heads: l
 
 
 def rank_sentences(question: str | Query, passages: list[Passage], stats: CorpusStats | None = None, *,
-                   similarity: Similarity | None = None,
-                   max_passages: int = 5) -> tuple[Query, list[Passage], list[Candidate]]:
-    """Every statement in the relevant passages, scored as an answer to the question, best first."""
+                   similarity: Similarity | None = None, max_passages: int = 5,
+                   order: Order | None = None) -> tuple[Query, list[Passage], list[Candidate]]:
+    """Every statement in the relevant passages, scored as an answer to the question, best first (the learned
+    order, when one is given, only reorders them)."""
     query = analyze(question)
     usable = [p for p in passages if p.relevant][:max_passages]
     terms = content_terms(query)
@@ -322,7 +325,7 @@ def rank_sentences(question: str | Query, passages: list[Passage], stats: Corpus
         candidates.append(Candidate(r.rank, r.first, r.last, r.text, round(r.lexical, 4), round(sim or 0.0, 4),
                                     r.factor, r.bonus, score, evidence))
     candidates.sort(key=lambda c: (-c.score, c.rank, c.pos))
-    return query, usable, candidates
+    return query, usable, order(query, usable, candidates) if order is not None else candidates
 
 
 def _when(asks: Callable[[Query], bool],

@@ -1,0 +1,136 @@
+"""What scripts/train_answerability.py and scripts/train_ranker.py share: the pool's families, and one row per
+question asked through `citerag ask`'s default path with a gate that always answers, cached per family.
+
+A row holds the features the gate reads and whether the answer is right (fact + right citation; never, for a near
+miss). With `capture`, an answerable question's row also holds every candidate the ranking weighed, in the hand
+ranking's order, each labelled by whether citing it alone would make the answer right.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+from citerag.answerer.ranking import Candidate, Order
+from citerag.bench import answers as ab
+from citerag.bench.metrics import wilson_interval
+from citerag.components import Components
+from citerag.search.passage import Passage
+from citerag.search.query import Query
+from citerag.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[1]
+TEST_FAMILIES = ("en-sqlite", "en-postgresql", "ja-jlreq", "ja-platex")  # datasets/pool/README.md
+# The code a row depends on: how sentences are cut, ranked, ordered and picked, and how the offline model answers.
+PICKING = ("answerer/extractive.py", "answerer/ranking.py", "answerer/question_kinds.py", "answerer/terms.py",
+           "answerer/variants.py", "answerer/variants.json", "adapters/offline_claude.py",
+           *(f"answerer/rules/{n}.json" for n in ("question_kinds", "sentences", "terms", "lexicons", "numbers",
+                                                   "kinds")),
+           "citations/statements.py", "documents/loaders.py", "search/pipeline.py")
+LEARNED_ORDER = ("answerer/sentence_model.py", "answerer/sentence_model.json")
+ROW_FIELDS = ("id", "lang", "answerable", "right", "features", "misattributed")
+CANDIDATE_FIELDS = ("rank", "pos", "last", "text", "lexical", "similarity", "factor", "bonus", "score", "evidence")
+
+
+def key(family: Path, hand: bool = False) -> str:
+    """The family's files and the code its rows depend on (the learned order's too, unless ranked by hand)."""
+    h = hashlib.sha256()
+    code = PICKING if hand else PICKING + LEARNED_ORDER
+    for p in sorted(family.rglob("*")) + [ROOT / "lambdas" / "citerag" / f for f in code]:
+        if p.is_file():
+            h.update(p.name.encode() + p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def families_of(paths: list[Path]) -> list[Path]:
+    """Each path is a pool folder (each subfolder a family) or a family folder (one with docs/)."""
+    return sorted(f for p in paths for f in ([p] if (p / "docs").is_dir() else sorted(p.iterdir()))
+                  if (f / "docs").is_dir())
+
+
+class AlwaysAnswers:
+    """Narrows to the asked kind as every gate does, then answers: the rows say what the gate would weigh."""
+
+    def judge(self, lang, features):
+        return True, None, None
+
+
+def candidate(values: list) -> Candidate:
+    return Candidate(**dict(zip(CANDIDATE_FIELDS, values[: len(CANDIDATE_FIELDS)], strict=True)))
+
+
+def _labelled(q: ab.Question, usable: list[Passage], candidates: list[Candidate], texts: ab.DocTexts) -> list[list]:
+    """Each candidate's fields and whether it holds a gold fact, from a passage of the expected file whose page
+    (PDF) or document holds the fact: what `bench.answers.score` asks of a cited sentence."""
+    gold = [ab.squash(a) for a in q.answers]
+    out = []
+    for c in candidates:
+        p = usable[c.rank]
+        name = ab.file_name(p.uri)
+        text = ab.squash(c.text)
+        right = name in (q.file, *q.also) and any(g in text and g in texts.location(name, p.page) for g in gold)
+        out.append([getattr(c, f) for f in CANDIDATE_FIELDS] + [int(right)])
+    return out
+
+
+def cache_file(family: Path, cache: Path, *, ranking: str = "default", order_key: str = "",
+               capture: bool = False) -> Path:
+    suffix = "" if ranking == "default" and not order_key and not capture else \
+        "-" + hashlib.sha256(f"{ranking}|{order_key}|{capture}".encode()).hexdigest()[:8]
+    return cache / f"{family.name}-{key(family, hand=ranking == 'hand' and not order_key)}{suffix}.json"
+
+
+def rows_of(family: Path, cache: Path, *, ranking: str = "default", order: Order | None = None,
+            order_key: str = "", capture: bool = False) -> list[dict]:
+    """The family's rows, asked with `ranking` ("default": the settings' default; "hand"; "learned"), or with
+    `order` (identified in the cache by `order_key`) over the hand ranking. Cached in `cache`."""
+    cached = cache_file(family, cache, ranking=ranking, order_key=order_key, capture=capture)
+    if cached.exists():
+        return json.loads(cached.read_text(encoding="utf-8"))
+    ds = ab.load(family)
+    questions = [q for q in ds.questions if q.split in ("dev", "test")]
+    texts = ab.DocTexts(ds.docs) if capture else None
+    calls: list[tuple[Query, list[Passage], list[Candidate]]] = []
+    captured: dict[int, tuple[Query, list[Passage], list[Candidate]]] = {}
+    settings = {} if ranking == "default" else {"answer_ranking": "hand" if order is not None else ranking}
+    with tempfile.TemporaryDirectory(prefix="citerag-train-") as tmp:
+        comps = Components(Settings(index_path=Path(tmp) / "index.sqlite", answer_gate="off", **settings))
+        comps.answering.gate = AlwaysAnswers()
+        inner = order or comps.answering.order
+
+        def recorded(query: Query, usable: list[Passage], candidates: list[Candidate]) -> list[Candidate]:
+            calls.append((query, usable, candidates))
+            return inner(query, usable, candidates) if inner is not None else candidates
+
+        def progress(i: int, n: int) -> None:
+            print(f"\r{family.name}: {i}/{n}", end="", file=sys.stderr)
+            # The question's last weighing (a wrong answer is weighed again, on the same passages, to say why).
+            mine = [c for c in calls if c[0].text == questions[i - 1].question] \
+                or [c for c in calls if c[0].text != "warm up"]
+            if mine:
+                captured[i - 1] = mine[-1]
+            calls.clear()
+
+        if capture or order is not None:
+            comps.answering.order = recorded
+        res = ab.run(ds, comps, agent="local", splits=("dev", "test"), progress=progress)
+    print(file=sys.stderr)
+    rows = []
+    for i, r in enumerate(res["rows"]):
+        row = {k: r[k] for k in ROW_FIELDS} | {"family": family.name}
+        q = questions[i]
+        if capture and q.answerable and i in captured and texts is not None:
+            _, usable, candidates = captured[i]
+            row["candidates"] = _labelled(q, usable, candidates, texts)
+        rows.append(row)
+    cache.mkdir(parents=True, exist_ok=True)
+    cached.write_text(json.dumps(rows, ensure_ascii=False), encoding="utf-8")
+    return rows
+
+
+def ratio(k: int, n: int) -> dict:
+    lo, hi = wilson_interval(k, n) if n else (0.0, 0.0)
+    return {"right": k, "of": n, "share": round(k / n, 4) if n else None, "ci95": [round(lo, 3), round(hi, 3)]}

@@ -1,0 +1,112 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from citerag.answerer.extractive import decide
+from citerag.answerer.ranking import Candidate
+from citerag.answerer.sentence_model import FEATURES, SentenceModel, features, model_from
+from citerag.components import Components
+from citerag.search.passage import Passage
+from citerag.search.query import analyze
+from citerag.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cand(rank: int, pos: int, text: str, score: float, bonus: float = 0.0, cosine: float = 0.85) -> Candidate:
+    return Candidate(rank=rank, pos=pos, last=pos, text=text, lexical=score, similarity=cosine, factor=1.0,
+                     bonus=bonus, score=score, evidence=score)
+
+
+def weighing(name: str, weight: float) -> SentenceModel:
+    return SentenceModel(names=FEATURES, mean=(0.0,) * len(FEATURES), scale=(1.0,) * len(FEATURES),
+                         weights=tuple(weight if f == name else 0.0 for f in FEATURES))
+
+
+def test_a_learned_order_puts_first_the_sentence_its_weights_favour_and_keeps_the_hand_order_on_ties():
+    hand = [cand(0, 0, "The filter sign turns on.", 0.9), cand(1, 3, "Replace it every 12 months.", 0.7, bonus=0.1),
+            cand(1, 4, "Wash the pre-filter monthly.", 0.6)]
+    query = analyze("How often do I replace the filter?")
+    assert weighing("kind", 1.0).order(query, [], hand)[0] is hand[1]
+    # Nothing told apart: the hand ranking's order stands.
+    assert weighing("kind", 0.0).order(query, [], hand) == hand
+
+
+def test_the_order_chooses_the_answer_but_the_gate_still_reads_the_hand_scores():
+    passages = [Passage(text="The purifier has three fan speeds. Replace the HEPA filter every 12 months. "
+                             "The filter sign turns on when it is time.", title="Kumo FAQ", uri="file:///faq.md",
+                        section="Filters", source_id="s1")]
+    question = "How often should I replace the HEPA filter?"
+    _, hand = decide(question, passages)
+    last_first = weighing("position", 1.0).order  # the last sentence of the passage first
+    picked, learned = decide(question, passages, order=last_first, max_sentences=1)
+    assert "The filter sign turns on" in picked[0].sentence  # alone, or read on from the sentence before it
+    assert learned.weighed[0].text.startswith("The filter sign")
+    assert learned.weighed[0].score < max(w.score for w in learned.weighed)  # the hand score, not the order's
+    assert hand.weighed[0].text.startswith("Replace the HEPA filter")
+
+
+def test_fitting_is_deterministic_and_learns_which_feature_marks_the_fact():
+    rng = np.random.default_rng(7)
+    groups = []
+    for _ in range(40):
+        cands = [cand(0, i, f"Sentence {i} of a passage.", float(rng.uniform(0.3, 1.0)),
+                      bonus=0.1 if i == 0 else 0.0) for i in range(6)]
+        cands.sort(key=lambda c: -c.score)
+        groups.append((features("en", cands), np.array([1.0 if c.bonus > 0 else 0.0 for c in cands])))
+    a, b = model_from(groups), model_from(groups)
+    assert a == b
+    assert a.weights[FEATURES.index("kind")] == max(a.weights)
+
+
+def test_the_setting_chooses_the_learned_or_the_hand_order(tmp_path):
+    learned = Components(Settings(data_dir=tmp_path / "a")).answering
+    hand = Components(Settings(data_dir=tmp_path / "b", answer_ranking="hand")).answering
+    assert learned.order is not None and hand.order is None
+
+
+def test_the_committed_model_reads_the_features_the_code_computes():
+    data = json.loads((ROOT / "lambdas/citerag/answerer/sentence_model.json").read_text())
+    assert tuple(data["features"]) == FEATURES and "train_ranker.py" in data["about"]
+    assert {"en-sqlite", "ja-jlreq"} <= set(data["trained_on"])
+
+
+def test_the_training_script_reports_family_held_out_figures_bit_for_bit(tmp_path):
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import pool_rows
+    finally:
+        sys.path.pop(0)
+    rows_dir = tmp_path / "rows"
+    rows_dir.mkdir()
+    families = []
+    rng = np.random.default_rng(5)
+    for name in ("fam-a", "fam-b", "fam-c"):
+        fam = tmp_path / name
+        (fam / "docs").mkdir(parents=True)
+        (fam / "docs" / "a.txt").write_text("A fact.\n")
+        families.append(fam)
+        rows = []
+        for i in range(30):
+            # The fact is in the sentence with the kind's evidence, which the hand ranking puts second or lower.
+            cands = [[0, j, j, f"Sentence {j}.", 0.5, 0.85, 1.0, 0.1 if j == 2 else 0.0,
+                      float(1.0 - 0.1 * j + rng.normal(0, 0.01)), 0.5, int(j == 2)] for j in range(5)]
+            rows.append({"id": f"en-{i:03d}", "lang": "en", "answerable": True, "right": False, "features": {},
+                         "misattributed": [], "family": name, "candidates": cands})
+        pool_rows.cache_file(fam, rows_dir, ranking="hand", capture=True).write_text(json.dumps(rows))
+    script = ROOT / "scripts" / "train_ranker.py"
+    outs = []
+    for n in (1, 2):
+        out, report = tmp_path / f"model{n}.json", tmp_path / f"report{n}.json"
+        subprocess.run([sys.executable, str(script), *map(str, families), "--rows", str(rows_dir), "--offline",
+                        "--out", str(out), "--report", str(report)], check=True, capture_output=True, cwd=ROOT)
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1]
+    data = json.loads((tmp_path / "report1.json").read_text())["held_out"]["en"]
+    assert data["first_holds_hand"]["right"] == 0 and data["first_holds_learned"]["right"] == 90
+    assert SentenceModel.load(tmp_path / "model1.json").names == FEATURES
