@@ -562,3 +562,15 @@ def test_the_in_memory_copy_answers_what_the_mapped_file_does(path, resident):
     idx.replace_document(info("d0", "v2"), [rec("d0#0", "d0", 999)], {})
     assert idx.query_dense(vec(999), 1)[0].id == "d0#0"
     assert idx.query_dense(vec(999), 100) == truth.query_dense(vec(999), 100)
+
+
+def test_a_key_every_row_had_until_a_commit_without_it_still_filters_exactly(path):
+    idx = SqliteIndex(path, dim=DIM, model_id="t")
+    idx.replace_document(info("a"), [rec("a#0", "a", 1, tenant="x"), rec("a#1", "a", 2, tenant="y")], {})
+    idx.replace_document(info("b"), [rec("b#0", "b", 3)], {})  # no tenant
+    idx.replace_document(info("c"), [rec("c#0", "c", 4, tenant=["x", "z"])], {})  # several values
+    assert {m.id for m in idx.query_dense(vec(1), 10, {"tenant": {"$exists": False}})} == {"b#0"}
+    assert {m.id for m in idx.query_dense(vec(1), 10, {"tenant": "x"})} == {"a#0", "c#0"}
+    idx.close()
+    fresh = SqliteIndex(path, dim=DIM, model_id="t")
+    assert {m.id for m in fresh.query_dense(vec(1), 10, {"tenant": {"$in": ["y", "z"]}})} == {"a#1", "c#0"}
