@@ -200,11 +200,12 @@ class SqliteIndex:
                 f"the index {self.path} holds {rows['dim']}-dimensional vectors from {rows.get('model_id')}, "
                 f"but the configured embedder {model_id} makes {dim}; use another --index or the same embedder"
             )
-        with self._tx():
-            self._conn.execute("INSERT OR IGNORE INTO meta VALUES ('db_id', ?)", (uuid.uuid4().hex,))
-            if dim and "dim" not in rows:
-                self._conn.execute("INSERT OR REPLACE INTO meta VALUES ('dim', ?)", (str(dim),))
-                self._conn.execute("INSERT OR REPLACE INTO meta VALUES ('model_id', ?)", (model_id or "",))
+        if "db_id" not in rows or (dim and "dim" not in rows):  # (no write otherwise: another may hold the lock)
+            with self._tx():
+                self._conn.execute("INSERT OR IGNORE INTO meta VALUES ('db_id', ?)", (uuid.uuid4().hex,))
+                if dim and "dim" not in rows:
+                    self._conn.execute("INSERT OR REPLACE INTO meta VALUES ('dim', ?)", (str(dim),))
+                    self._conn.execute("INSERT OR REPLACE INTO meta VALUES ('model_id', ?)", (model_id or "",))
         meta = dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
         self._db_id = meta["db_id"]
         self._dim = int(meta.get("dim", 0))
