@@ -400,6 +400,11 @@ def test_a_commit_that_never_happens_leaves_no_vector_behind(path, monkeypatch):
         top = fresh.query_dense(vec(i), 1)[0]
         assert top.id == name and top.score == pytest.approx(1.0, abs=1e-5)
     assert {m.id for m in fresh.query_dense(vec(2), 10)} == {"a#0", "c#0"}
+    # So do the postings staged with them: BM25 sees a#0 and c#0 with their own terms, nothing of b#0.
+    assert _sparse(fresh) == _sparse_truth([rec("a#0", "a", 1), rec("c#0", "c", 3)])
+    (ns_dir,) = Path(str(path) + "-snapshot").glob("ns-*")
+    named = {f"p{a}-{b}" for a, b, _, _ in _manifest(path)["segments"]}
+    assert {p.stem for p in ns_dir.glob("e*/p*.rows")} == named  # no segment of the commit that never happened
 
 
 def test_a_chunks_text_is_kept_once_in_its_parent(path):
