@@ -182,11 +182,10 @@ class SqliteIndex:
                     self._conn.execute("INSERT OR IGNORE INTO meta VALUES (?, ?)", (key, value))
             rows = dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
         version = int(rows.get("schema_version", 3))
-        if version < SCHEMA_VERSION:
-            columns = {r[1] for r in self._conn.execute("PRAGMA table_info(documents)")}
-            if "file_hash" not in columns:  # an index from before files' hashes were kept: they read as unknown
-                with self._tx():
-                    self._conn.execute("ALTER TABLE documents ADD COLUMN file_hash TEXT NOT NULL DEFAULT ''")
+        columns = {r[1] for r in self._conn.execute("PRAGMA table_info(documents)")}
+        if "file_hash" not in columns:  # an index from before files' hashes were kept: they read as unknown
+            with self._tx():
+                self._conn.execute("ALTER TABLE documents ADD COLUMN file_hash TEXT NOT NULL DEFAULT ''")
         if version == 1:
             self._migrate_v1()
         elif version not in (2, 3, SCHEMA_VERSION):
