@@ -796,6 +796,15 @@ class IndexStore:
                 shutil.rmtree(stale, ignore_errors=True)
         return m
 
+    def drop_older_epochs(self, namespace: str, db_id: str, dim: int) -> None:
+        """Delete the namespace's epochs before its current one."""
+        m = self.manifest(namespace, db_id, dim)
+        if m is None:
+            return
+        for stale in self.ns_dir(namespace).glob("e*"):
+            if stale.is_dir() and stale.name[1:].isdigit() and int(stale.name[1:]) < m["epoch"]:
+                shutil.rmtree(stale, ignore_errors=True)
+
     def _apply(self, namespace: str, m: dict[str, Any], d: Delta, generation: int,
                write_manifest: bool = True, postings: bool = True) -> dict[str, Any]:
         m = json.loads(json.dumps(m))  # a copy: the caller's manifest stays what readers may have mapped

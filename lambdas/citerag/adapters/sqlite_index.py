@@ -243,7 +243,8 @@ class SqliteIndex:
         self._source.legacy = True
         try:
             with self._lock, self._tx():
-                for (ns,) in self._conn.execute("SELECT DISTINCT namespace FROM records").fetchall():
+                namespaces = [r[0] for r in self._conn.execute("SELECT DISTINCT namespace FROM records")]
+                for ns in namespaces:
                     with self._store.locked(ns):
                         self._store.sync(ns, self._db_id, self._dim)
                 self._rewrite_tables()
@@ -253,6 +254,9 @@ class SqliteIndex:
                               f"{exc.strerror or exc}") from None
         finally:
             self._source.legacy = False
+        # The previous format's files: no process of the previous release can read the upgraded database anyway.
+        for ns in namespaces:
+            self._store.drop_older_epochs(ns, self._db_id, self._dim)
         self._vacuum()
 
     def _rewrite_tables(self) -> None:
@@ -261,8 +265,8 @@ class SqliteIndex:
         last_seq = int(row[0]) if row else 0
         for table in ("documents", "records", "parents"):
             conn.execute(f"ALTER TABLE {table} RENAME TO old_{table}")
-        for index in ("documents_uri", "records_doc", "parents_doc"):
-            conn.execute(f"DROP INDEX IF EXISTS {index}")
+        for index in ("documents_uri", "parents_doc"):  # names the new tables' indexes take (records_doc, kept
+            conn.execute(f"DROP INDEX IF EXISTS {index}")  # until its table goes, finds each document's records)
         self._create(_TABLES)
         conn.execute(
             "INSERT INTO documents (namespace, doc_id, source_uri, title, content_hash, kind, n_chunks, ingested_at, "
@@ -270,9 +274,27 @@ class SqliteIndex:
             "d.content_hash, d.kind, d.n_chunks, d.ingested_at, d.file_hash, coalesce(min(r.seq), 0), "
             "coalesce(max(r.seq), -1), '{}' FROM old_documents d LEFT JOIN old_records r ON r.namespace = d.namespace "
             "AND r.doc_id = d.doc_id GROUP BY d.namespace, d.doc_id")
-        conn.execute("INSERT INTO records (seq, namespace, id, docno, length, metadata) SELECT r.seq, r.namespace, "
-                     "r.id, d.docno, r.length, r.metadata FROM old_records r JOIN documents d ON "
-                     "d.namespace = r.namespace AND d.doc_id = r.doc_id")
+        # Document by document: what its records share goes to its row, as a replace would have written it.
+        cur = conn.execute("SELECT d.docno, r.seq, r.namespace, r.id, r.length, r.metadata FROM old_records r JOIN "
+                           "documents d ON d.namespace = r.namespace AND d.doc_id = r.doc_id ORDER BY d.docno, r.seq")
+        pending: list[tuple] = []
+
+        def flush() -> None:
+            stored = [json.loads(row[5]) for row in pending]
+            shared = _shared(stored)
+            conn.execute("UPDATE documents SET shared=? WHERE docno=?", (_compact(shared), pending[0][0]))
+            conn.executemany("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?)",
+                             [(seq, ns, rid, docno, length, _compact({k: v for k, v in md.items() if k not in shared}))
+                              for (docno, seq, ns, rid, length, _), md in zip(pending, stored, strict=True)])
+            pending.clear()
+
+        while batch := cur.fetchmany(5000):
+            for row in batch:
+                if pending and row[0] != pending[0][0]:
+                    flush()
+                pending.append(row)
+        if pending:
+            flush()
         cur = conn.execute("SELECT p.namespace, p.parent_id, d.docno, p.text FROM old_parents p JOIN documents d ON "
                            "d.namespace = p.namespace AND d.doc_id = p.doc_id")
         while batch := cur.fetchmany(1000):
