@@ -473,8 +473,12 @@ def test_an_index_of_schema_3_is_upgraded_in_place_and_answers_as_before(tmp_pat
     assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
     assert not {"dense", "sparse_idx", "sparse_val"} & {r[1] for r in conn.execute("PRAGMA table_info(records)")}
     assert conn.execute("SELECT name FROM sqlite_master WHERE name='bm25_df'").fetchone() is None
+    shared = json.loads(conn.execute("SELECT shared FROM documents WHERE doc_id='d1'").fetchone()[0])
+    assert shared == {"doc_id": "d1", "tenant": "big", "parent_id": "d1#p1", "page": 1}  # kept once, as a write would
     conn.close()
     assert path.stat().st_size <= before
+    # The previous format's files are gone: one epoch per namespace.
+    assert [len(list(d.glob("e*"))) for d in (tmp_path / "index.sqlite-snapshot").glob("ns-*")] == [1, 1]
     # It takes writes, and a sequence number is never reused (d4's rows, deleted, had the highest before d5's).
     idx.replace_document(info("d1", "v2"), [rec("d1#0", "d1", 11, tenant="big")], {})
     assert idx.query_dense(vec(11), 1)[0].id == "d1#0"
