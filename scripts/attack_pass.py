@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -244,9 +245,10 @@ def file_attacks(f: Findings, work: Path) -> None:
         return
     f.check("cli ingest", "hostile folder", "Traceback" not in r.stderr + r.stdout, r.stderr[-300:])
     index = work / "data" / "index.sqlite"
-    # A chunk's text is kept in its parent's (its metadata holds offsets into it).
-    texts = sqlite3.connect(index).execute("SELECT metadata FROM records UNION ALL SELECT text FROM parents"
-                                           ).fetchall() if index.exists() else []
+    # A chunk's text is kept in its parent's (its metadata holds offsets into it), which is compressed.
+    rows = sqlite3.connect(index).execute("SELECT metadata FROM records UNION ALL SELECT text FROM parents"
+                                          ).fetchall() if index.exists() else []
+    texts = [(zlib.decompress(t).decode("utf-8") if isinstance(t, bytes) else t,) for (t,) in rows]
     f.check("cli ingest", "links out of the folder", not any("SECRETSECRET" in t for (t,) in texts),
             "a file outside the folder was indexed")
     for args in (["search", "guide filter red"], ["status"], ["ask", "guide filter", "--agent", "none"]):

@@ -165,6 +165,9 @@ def test_a_lost_append_is_caught_up_from_sqlite(path, monkeypatch):
     assert [m.id for m in fresh.query_dense(vec(1), 10, {"tenant": "x"})] == ["b#0"]
     caught_up = _manifest(path)
     assert caught_up["epoch"] == stale["epoch"] and caught_up["n_rows"] == 4 and caught_up["n_dead"] == 2
+    # The sparse vectors are kept only in the postings: the missed commit's segment was written before it committed.
+    assert _sparse(fresh) == _sparse_truth([rec("a#0", "a", 5), rec("b#0", "b", 3, tenant="x")])
+    assert fresh.corpus_stats().df.get(10) == 1 and fresh.corpus_stats().df.get(13) == 1
 
 
 def test_a_deleted_vector_folder_is_named_with_the_command_that_rebuilds_the_index(path, tmp_path):
@@ -187,6 +190,18 @@ def test_a_deleted_vector_folder_is_named_with_the_command_that_rebuilds_the_ind
     other = SqliteIndex(path, dim=DIM, model_id="t")
     other.replace_document(info("z"), [rec("z#0", "z", 2)], {})
     assert [m.id for m in other.query_dense(vec(1), 10)] == ["z#0"]
+
+
+def _sparse(idx: SqliteIndex, flt=None) -> dict[str, float]:
+    """Every record's BM25 score for a query of all the test's terms."""
+    q = SparseVector(indices=list(range(15)), values=[1.0 + t / 10 for t in range(15)])
+    return {m.id: round(m.score, 4) for m in idx.query_sparse(q, 10_000, flt)}
+
+
+def _sparse_truth(records: list[Record]) -> dict[str, float]:
+    w = {t: 1.0 + t / 10 for t in range(15)}
+    return {r.id: round(sum(w[t] * v for t, v in zip(r.sparse.indices, r.sparse.values, strict=True)), 4)
+            for r in records}
 
 
 def test_a_torn_append_is_detected(path):
@@ -212,6 +227,10 @@ def test_many_deletions_compact_into_a_new_epoch(path):
     assert last["epoch"] > first["epoch"] and last["n_rows"] < 1200  # dead rows dropped
     got = idx.query_dense(vec(31), 1000, {"page": {"$gte": 1}})
     assert {m.id for m in got} == {f"d{i}#{j}" for i in range(1, 400, 2) for j in (1, 2)}
+    # The new epoch took its postings from the previous one (SQLite keeps no sparse vectors): BM25 answers the same.
+    kept = [rec(f"d{i}#{j}", f"d{i}", 10 * i + j, page=j) for i in range(1, 400, 2) for j in range(3)]
+    assert _sparse(idx) == _sparse_truth(kept)
+    assert all((idx.corpus_stats().df.get(t) or 0) == sum(t in r.sparse.indices for r in kept) for t in range(15))
 
 
 def test_equal_scores_keep_the_smallest_ids_whatever_the_write_order(path):
@@ -338,7 +357,7 @@ def test_an_index_of_schema_2_is_upgraded_in_place(tmp_path):
     assert "d4#0" not in {m.id for m in idx.query_dense(vec(40), 10)}
     assert idx.query_dense(vec(11), 1)[0].metadata["text"]
     conn = sqlite3.connect(str(path))
-    assert conn.execute("SELECT COUNT(*) FROM records WHERE length(dense) > 0").fetchone()[0] == 0
+    assert not {"dense", "sparse_idx", "sparse_val"} & {r[1] for r in conn.execute("PRAGMA table_info(records)")}
     assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
     conn.close()
     idx.replace_document(info("d1", "v2"), [rec("d1#0", "d1", 11, tenant="big")], {})
@@ -352,7 +371,8 @@ def test_each_vector_is_kept_once(path):
     idx = SqliteIndex(path, dim=DIM, model_id="t")
     idx.replace_documents([(info(f"d{i}"), [rec(f"d{i}#0", f"d{i}", i)], {}) for i in range(20)])
     conn = sqlite3.connect(str(path))
-    assert conn.execute("SELECT COUNT(*), SUM(length(dense)) FROM records").fetchone() == (20, 0)
+    assert conn.execute("SELECT COUNT(*) FROM records").fetchone() == (20,)
+    assert not {"dense", "sparse_idx", "sparse_val"} & {r[1] for r in conn.execute("PRAGMA table_info(records)")}
     m = _manifest(path)
     (ns_dir,) = Path(str(path) + "-snapshot").glob("ns-*")
     stored = np.fromfile(ns_dir / f"e{m['epoch']}" / "dense.f32", np.float32).reshape(-1, DIM)
@@ -380,6 +400,11 @@ def test_a_commit_that_never_happens_leaves_no_vector_behind(path, monkeypatch):
         top = fresh.query_dense(vec(i), 1)[0]
         assert top.id == name and top.score == pytest.approx(1.0, abs=1e-5)
     assert {m.id for m in fresh.query_dense(vec(2), 10)} == {"a#0", "c#0"}
+    # So do the postings staged with them: BM25 sees a#0 and c#0 with their own terms, nothing of b#0.
+    assert _sparse(fresh) == _sparse_truth([rec("a#0", "a", 1), rec("c#0", "c", 3)])
+    (ns_dir,) = Path(str(path) + "-snapshot").glob("ns-*")
+    named = {f"p{a}-{b}" for a, b, _, _ in _manifest(path)["segments"]}
+    assert {p.stem for p in ns_dir.glob("e*/p*.rows")} == named  # no segment of the commit that never happened
 
 
 def test_a_chunks_text_is_kept_once_in_its_parent(path):
@@ -409,3 +434,152 @@ def test_a_chunks_text_is_kept_once_in_its_parent(path):
     idx.close()
     fresh = SqliteIndex(path, dim=DIM, model_id="t")
     assert {m.id: m.metadata["text"] for m in fresh.query_dense(vec(0), 10)} == want
+
+
+# --- schema 4: sparse vectors only in the postings, shared metadata once, pages compressed, float16 vectors ----------
+
+def _fixture3(tmp_path: Path) -> Path:
+    import shutil
+
+    path = tmp_path / "index.sqlite"
+    shutil.copy(FIXTURES / "schema3.sqlite", path)
+    shutil.copytree(FIXTURES / "schema3.sqlite-snapshot", tmp_path / "index.sqlite-snapshot")
+    return path
+
+
+def test_an_index_of_schema_3_is_upgraded_in_place_and_answers_as_before(tmp_path):
+    """An index written by the previous release (each sparse vector in SQLite and in the postings, pages as plain
+    text) opens, answers exactly what that release answered on it (recorded when the fixture was written), and gives
+    SQLite's copies back to the disk."""
+    from citerag.adapters.sqlite_index import SCHEMA_VERSION
+
+    path = _fixture3(tmp_path)
+    before = path.stat().st_size
+    idx = SqliteIndex(path, dim=DIM, model_id="t")
+    assert [m.id for m in idx.query_dense(vec(11), 3)] == ["d1#0", "d3#0", "d3#1"]
+    assert {m.id for m in idx.query_dense(vec(11), 10, {"tenant": "small"})} == {"d0#0", "d0#1"}
+    assert {m.id for m in idx.query_dense(vec(1), 10, namespace="other")} == {"d5#0", "d5#1"}
+    sparse = idx.query_sparse(SparseVector(indices=[1, 11], values=[1.0, 0.5]), 10)
+    assert [(m.id, m.score) for m in sparse] == [("d0#0", 3.0), ("d2#1", 2.0), ("d1#0", 1.5), ("d3#0", 1.0),
+                                                 ("d2#0", 0.5)]
+    assert {m.id: m.metadata["text"] for m in idx.query_dense(vec(11), 10)} == {
+        "d1#0": "日本語の文書です。二つ", "d3#0": "日本語の文書です。二つ", "d3#1": "目の文はここにあります。",
+        "d0#0": "First sentence here. ", "d1#1": "目の文はここにあります。", "d2#0": "First sentence here. ",
+        "d0#1": "Second sentence there.", "d2#1": "Second sentence there."}
+    stats = idx.corpus_stats()
+    assert (stats.n_docs, stats.total_len, stats.df.get(1), stats.df.get(11)) == (8, 16, 2, 4)
+    assert idx.document_parts("d1") == [(1, None, "日本語の文書です。二つ目の文はここにあります。")]
+    conn = sqlite3.connect(str(path))
+    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+    assert not {"dense", "sparse_idx", "sparse_val"} & {r[1] for r in conn.execute("PRAGMA table_info(records)")}
+    assert conn.execute("SELECT name FROM sqlite_master WHERE name='bm25_df'").fetchone() is None
+    shared = json.loads(conn.execute("SELECT shared FROM documents WHERE doc_id='d1'").fetchone()[0])
+    assert shared == {"doc_id": "d1", "tenant": "big", "parent_id": "d1#p1", "page": 1}  # kept once, as a write would
+    conn.close()
+    assert path.stat().st_size <= before
+    # The previous format's files are gone: one epoch per namespace.
+    assert [len(list(d.glob("e*"))) for d in (tmp_path / "index.sqlite-snapshot").glob("ns-*")] == [1, 1]
+    # It takes writes, and a sequence number is never reused (d4's rows, deleted, had the highest before d5's).
+    idx.replace_document(info("d1", "v2"), [rec("d1#0", "d1", 11, tenant="big")], {})
+    assert idx.query_dense(vec(11), 1)[0].id == "d1#0"
+    idx.close()
+    again = SqliteIndex(path, dim=DIM, model_id="t")
+    assert again.query_dense(vec(11), 1)[0].id == "d1#0"
+    assert "d1#1" not in {m.id for m in again.query_dense(vec(11), 10)}
+
+
+def test_an_index_of_a_newer_schema_is_refused_with_the_command_that_rebuilds_it(path):
+    SqliteIndex(path, dim=DIM, model_id="t").close()
+    conn = sqlite3.connect(str(path))
+    conn.execute("UPDATE meta SET value='99' WHERE key='schema_version'")
+    conn.commit()
+    conn.close()
+    with pytest.raises(IndexError_, match="schema version 99") as e:
+        SqliteIndex(path, dim=DIM, model_id="t")
+    assert f"citerag reset --index {path}" in str(e.value)
+
+
+def test_pages_are_stored_compressed_and_read_back_exactly(path):
+    page = "日本語のページです。" * 40 + " Ünïcödé and emoji 😀 𝔘𝔫𝔦 at the end."
+    chunks = [(0, 200), (200, len(page))]
+    records = [Record(id=f"a#{i}", values=vec(i), metadata={"doc_id": "a", "parent_id": "a#p1", "page": 1,
+                                                             "chunk_index": i, "text": page[s:e], "char_start": s})
+               for i, (s, e) in enumerate(chunks)]
+    idx = SqliteIndex(path, dim=DIM, model_id="t")
+    idx.replace_document(info("a"), records, {"a#p1": page})
+    (blob,) = sqlite3.connect(str(path)).execute("SELECT text FROM parents").fetchone()
+    assert isinstance(blob, bytes) and len(blob) < len(page.encode("utf-8")) / 4
+    assert idx.get_parent("a#p1") == page
+    assert idx.document_parts("a") == [(1, None, page)]
+    assert {rid: md["text"] for rid, md in idx.fetch(["a#0", "a#1"]).items()} == {"a#0": page[:200],
+                                                                                   "a#1": page[200:]}
+    assert idx.fetch(["a#1"])["a#1"] == records[1].metadata  # shared keys stored once, read back whole
+
+
+def test_metadata_a_documents_chunks_share_is_stored_once_and_read_back_whole(path):
+    recs = [rec(f"a#{i}", "a", i, tenant="acme", groups=["x", "y"], page=i % 2, flag=i == 0, n=1 if i else 1.0)
+            for i in range(4)]
+    idx = SqliteIndex(path, dim=DIM, model_id="t")
+    idx.replace_document(info("a"), recs, {})
+    shared = json.loads(sqlite3.connect(str(path)).execute("SELECT shared FROM documents").fetchone()[0])
+    assert shared == {"doc_id": "a", "tenant": "acme", "groups": ["x", "y"]}  # 1 and 1.0 are different values
+    got = idx.fetch([r.id for r in recs])
+    assert all(got[r.id] == r.metadata and type(got[r.id]["n"]) is type(r.metadata["n"]) for r in recs)
+    assert [m.id for m in idx.query_dense(vec(0), 10, {"tenant": "acme", "flag": True})] == ["a#0"]
+    assert idx.document_metadata("a") == recs[0].metadata
+
+
+def test_a_float16_index_answers_the_same_top_hits_as_float32_in_half_the_space(tmp_path):
+    rng = np.random.default_rng(3)
+    batch = [(info(f"d{d}"), [rec(f"d{d}#{j}", f"d{d}", int(rng.integers(1 << 30)), tenant=f"t{d % 3}")
+                              for j in range(5)], {}) for d in range(60)]
+    f32 = SqliteIndex(tmp_path / "f32.sqlite", dim=DIM, model_id="t")
+    f16 = SqliteIndex(tmp_path / "f16.sqlite", dim=DIM, model_id="t", vectors="float16")
+    f32.replace_documents(batch)
+    f16.replace_documents(batch)
+    for s in range(20):
+        q = vec(5000 + s)
+        a, b = f32.query_dense(q, 5), f16.query_dense(q, 5)
+        assert [m.id for m in a] == [m.id for m in b]
+        assert [m.score for m in b] == pytest.approx([m.score for m in a], abs=2e-3)
+        assert [m.id for m in f32.query_dense(q, 5, {"tenant": "t1"})] == [
+            m.id for m in f16.query_dense(q, 5, {"tenant": "t1"})]
+    (d32,) = Path(str(tmp_path / "f32.sqlite") + "-snapshot").glob("ns-*/e*/dense.f32")
+    (d16,) = Path(str(tmp_path / "f16.sqlite") + "-snapshot").glob("ns-*/e*/dense.f16")
+    assert d16.stat().st_size * 2 == d32.stat().st_size == 300 * DIM * 4
+    # The index keeps its type whatever a later process is configured with; writes after the widening are seen.
+    f16.close()
+    again = SqliteIndex(tmp_path / "f16.sqlite", dim=DIM, model_id="t")
+    assert again.vectors == "float16"
+    assert [m.id for m in again.query_dense(vec(5000), 5)] == [m.id for m in f32.query_dense(vec(5000), 5)]
+    again.replace_document(info("new"), [rec("new#0", "new", 777)], {})
+    assert again.query_dense(vec(777), 1)[0].id == "new#0"
+    assert list(Path(str(tmp_path / "f16.sqlite") + "-snapshot").glob("ns-*/e*/dense.f16"))
+
+
+@pytest.mark.parametrize("resident", ["never", "auto", "always"])
+def test_the_in_memory_copy_answers_what_the_mapped_file_does(path, resident):
+    idx = SqliteIndex(path, dim=DIM, model_id="t", resident=resident)
+    truth = SqliteIndex(path, dim=DIM, model_id="t", resident="never")
+    idx.replace_documents([(info(f"d{d}"), [rec(f"d{d}#{j}", f"d{d}", 7 * d + j) for j in range(3)], {})
+                           for d in range(30)])
+    for s in range(4):
+        assert idx.query_dense(vec(s), 10) == truth.query_dense(vec(s), 10)
+    snap = idx._snapshot("")
+    assert (snap.resident_bytes > 0) == (resident != "never")
+    # Rows a later commit appends reach the copy; replaced rows leave it.
+    idx.replace_document(info("d0", "v2"), [rec("d0#0", "d0", 999)], {})
+    assert idx.query_dense(vec(999), 1)[0].id == "d0#0"
+    assert idx.query_dense(vec(999), 100) == truth.query_dense(vec(999), 100)
+
+
+def test_a_key_every_row_had_until_a_commit_without_it_still_filters_exactly(path):
+    idx = SqliteIndex(path, dim=DIM, model_id="t")
+    idx.replace_document(info("a"), [rec("a#0", "a", 1, tenant="x"), rec("a#1", "a", 2, tenant="y")], {})
+    idx.replace_document(info("b"), [rec("b#0", "b", 3)], {})  # no tenant
+    idx.replace_document(info("c"), [rec("c#0", "c", 4, tenant=["x", "z"])], {})  # several values
+    assert {m.id for m in idx.query_dense(vec(1), 10, {"tenant": {"$exists": False}})} == {"b#0"}
+    assert {m.id for m in idx.query_dense(vec(1), 10, {"tenant": "x"})} == {"a#0", "c#0"}
+    idx.close()
+    fresh = SqliteIndex(path, dim=DIM, model_id="t")
+    assert {m.id for m in fresh.query_dense(vec(1), 10, {"tenant": {"$in": ["y", "z"]}})} == {"a#1", "c#0"}

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
@@ -17,10 +16,21 @@ from citerag.settings import Settings
 from conftest import SAMPLES, make_encrypted_pdf, make_pdf
 
 
+def _vectors(index) -> dict[str, tuple[bytes, list[tuple[int, float]]]]:
+    """Each live record's dense vector and sparse vector (term, weight), as the read structure holds them."""
+    snap = index._snapshot("")
+    ids = snap.ids(range(snap.n))
+    sparse: dict[int, list[tuple[int, float]]] = {}
+    for seg in snap.postings:
+        for term, row, val in zip(seg.expanded_terms().tolist(), seg.rows.tolist(), seg.vals.tolist(), strict=True):
+            sparse.setdefault(row, []).append((term, val))
+    return {ids[r]: (snap.dense[r].tobytes(), sorted(sparse.get(r, []))) for r in range(snap.n) if snap.live[r]}
+
+
 def _snapshot(index):
-    rows = index._conn.execute("SELECT namespace, id, dense, sparse_idx, sparse_val, metadata FROM records ORDER BY id")
+    rows = index._conn.execute("SELECT namespace, id, seq, length, metadata FROM records ORDER BY id")
     docs = index._conn.execute("SELECT * FROM documents ORDER BY doc_id")
-    return rows.fetchall(), docs.fetchall()
+    return rows.fetchall(), docs.fetchall(), _vectors(index)
 
 
 def _copy_samples(tmp_path: Path) -> Path:
@@ -128,12 +138,11 @@ def test_extra_metadata_reaches_every_chunk(fast, tmp_path):
 
 
 def _record_rows(index):
-    rows = index._conn.execute("SELECT id, dense, sparse_idx, sparse_val, metadata FROM records ORDER BY id")
+    vectors = _vectors(index)
     out = []
-    for rid, dense, idx, val, md in rows:
-        meta = json.loads(md)
-        meta.pop("ingested_at")
-        out.append((rid, dense, idx, val, meta))
+    for rid, md in sorted(index.fetch(list(vectors)).items()):
+        md.pop("ingested_at")
+        out.append((rid, *vectors[rid], md))
     return out
 
 
@@ -253,7 +262,8 @@ def test_an_interrupted_ingest_keeps_finished_documents_whole_and_nothing_partia
     stored = fast.index.list_documents()
     assert 0 < len(stored) < 5
     for d in stored:  # every stored document has all its passages
-        n = fast.index._conn.execute("SELECT COUNT(*) FROM records WHERE doc_id=?", (d.doc_id,)).fetchone()[0]
+        n = fast.index._conn.execute("SELECT COUNT(*) FROM records r JOIN documents d ON d.docno = r.docno "
+                                     "WHERE d.doc_id=?", (d.doc_id,)).fetchone()[0]
         path = uri_to_path(d.source_uri)
         assert path is not None and n == d.n_chunks == len(chunk_document(load_path(path)))
     again = {r.status for r in fast.ingestor().ingest_paths([folder])}

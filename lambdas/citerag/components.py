@@ -135,7 +135,7 @@ class Components:
         model_id, dim = self.embedder_identity
         s = self.settings
         return SqliteIndex(s.resolved_index_path, dim=dim, model_id=model_id, ann=s.index_ann,
-                           ann_ef_search=s.hnsw_ef_search)
+                           ann_ef_search=s.hnsw_ef_search, vectors=s.index_vectors, resident=s.index_resident)
 
     def _pinecone_index(self):
         from citerag.adapters import aws

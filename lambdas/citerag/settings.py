@@ -71,6 +71,14 @@ class Settings(BaseSettings):
     # (docs/performance.md, "The embedded index at scale").
     index_ann: Literal["exact", "hnsw"] = "exact"
     hnsw_ef_search: int = Field(64, ge=16, le=1024)
+    # Embedded index: the type a new index keeps its vectors in (an existing index keeps its own). float16 halves
+    # the vector file and is widened to float32 in memory when a process first searches a namespace
+    # (docs/performance.md, "The embedded index at scale").
+    index_vectors: Literal["float32", "float16"] = "float32"
+    # Embedded index: when the exact dense scan reads the process's own copy of the vectors (huge pages, ~16% less
+    # CPU at a million chunks, the vectors' size in memory) instead of the shared mapped file: `auto` from a
+    # namespace's second search in the process on (`citerag search` copies nothing), `always`, `never`.
+    index_resident: Literal["auto", "always", "never"] = "auto"
 
     chunk_chars: int = Field(600, ge=100, le=8000)
     chunk_overlap_chars: int = Field(120, ge=0, le=2000)

@@ -10,12 +10,14 @@ files. Vectors that are gone (a deleted folder) cannot be rebuilt: the index is 
 builds it again. Layout of `<index>-snapshot/<ns key>/`:
 
     manifest.json           generation, rows, postings segments, metadata keys; replaced atomically, written last
-    e<epoch>/dense.f32      row-major float32 vectors, appended (before the commit that adds their rows)
+    e<epoch>/dense.f32      row-major float32 vectors (dense.f16: float16, CITERAG_INDEX_VECTORS=float16),
+                            appended before the commit that adds their rows
     e<epoch>/seq.i64        each row's SQLite `records.seq` (increasing), appended
     e<epoch>/ids.bin        each row's record id (UTF-8, concatenated) and ids.end its end offset: a search ranks
                             and breaks ties by id without reading SQLite
     e<epoch>/dead.i64       rows deleted since the epoch began (tombstones), appended
-    e<epoch>/p<a>-<b>.*     BM25 postings of rows [a, b), term-major: terms, starts, rows, vals
+    e<epoch>/p<a>-<b>.*     BM25 postings of rows [a, b), term-major: terms, starts, rows, vals. The sparse vectors'
+                            only copy: a commit's segment is written before it commits, like its vectors
     e<epoch>/m<key>.*       one metadata key, dictionary-encoded: distinct values (JSON lines), (row, code) of each
                             scalar element, rows that have the key
 
@@ -37,6 +39,7 @@ import shutil
 import sqlite3
 import threading
 import uuid
+import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,15 +53,40 @@ from citerag.search import filters
 # Metadata keys not dictionary-encoded: the chunk text is unique per row and as large as everything else together.
 # A filter on one of them is still exact, evaluated record by record from SQLite (slow, and rare).
 UNINDEXED_KEYS = frozenset({"text"})
-MANIFEST_VERSION = 2
+MANIFEST_VERSION = 3  # 3: the dense file's type in "vectors"; postings are the sparse vectors' only copy
+VECTOR_TYPES = {"float32": (np.float32, "dense.f32"), "float16": (np.float16, "dense.f16")}
 
-# A record's metadata as stored, with its text put back where it was kept as [start, end] offsets into its parent's
-# text (the page or section it is a slice of); `r` is the records table and `p` its parent, joined by WITH_PARENT_SQL.
-METADATA_SQL = ("CASE WHEN json_type(r.metadata, '$.text') = 'array' THEN json_set(r.metadata, '$.text', "
-                "substr(p.text, json_extract(r.metadata, '$.text[0]') + 1, "
-                "json_extract(r.metadata, '$.text[1]') - json_extract(r.metadata, '$.text[0]'))) ELSE r.metadata END")
-WITH_PARENT_SQL = ("records r LEFT JOIN parents p ON p.namespace = r.namespace "
-                   "AND p.parent_id = json_extract(r.metadata, '$.parent_id')")
+# A record's metadata as stored: what its document's chunks share (documents.shared), its own keys (records.metadata)
+# and its page (parents.text, zlib-compressed), whose slice its text is when it is kept as [start, end] offsets.
+# `r`, `d` and `p` as joined by WITH_PARENT_SQL; assemble_metadata() puts the four columns together.
+METADATA_SQL = "r.metadata, d.shared, p.parent_id, p.text"
+PARENT_JOIN_SQL = ("LEFT JOIN parents p ON p.namespace = r.namespace AND p.parent_id = "
+                   "coalesce(json_extract(r.metadata, '$.parent_id'), json_extract(d.shared, '$.parent_id'))")
+WITH_PARENT_SQL = f"records r JOIN documents d ON d.docno = r.docno {PARENT_JOIN_SQL}"
+
+
+def compress_text(text: str) -> bytes:
+    return zlib.compress(text.encode("utf-8"), 6)
+
+
+def decompress_text(blob: bytes | str) -> str:
+    return blob if isinstance(blob, str) else zlib.decompress(blob).decode("utf-8")
+
+
+def assemble_metadata(own: str, shared: str, parent_id: str | None, page: bytes | None,
+                      pages: dict[str, str] | None = None) -> dict[str, Any]:
+    """A record's metadata from its stored parts; `pages` keeps the pages one call decompressed (a search's hits
+    share a few)."""
+    md = json.loads(shared) if shared and shared != "{}" else {}
+    md.update(json.loads(own))
+    span = md.get("text")
+    if isinstance(span, list) and page is not None and parent_id is not None:
+        pages = {} if pages is None else pages
+        text = pages.get(parent_id)
+        if text is None:
+            text = pages[parent_id] = decompress_text(page)
+        md["text"] = text[span[0]:span[1]]
+    return md
 
 _PURGE_DEAD_SHARE = 1 / 3
 _READ_BATCH = 5000
@@ -79,14 +107,24 @@ class Delta:
     # back from SQLite, which keeps no vectors): they are checked there, not written again.
     staged: bool = False
 
-    def add(self, seq: int, rid: str, dense: np.ndarray | None, idx: np.ndarray, val: np.ndarray,
+    def add(self, seq: int, rid: str, dense: np.ndarray | None, idx: np.ndarray | None, val: np.ndarray | None,
             md: dict[str, Any]) -> None:
+        """`dense` None: the vector is staged in the files; `idx` None: so is the sparse vector (a postings
+        segment written before the commit)."""
         self.seqs.append(seq)
         self.ids.append(rid)
         self.dense.append(dense)
         self.sparse_idx.append(idx)
         self.sparse_val.append(val)
         self.metadata.append(md)
+
+    def extend(self, other: Delta) -> None:
+        for mine, theirs in ((self.seqs, other.seqs), (self.ids, other.ids), (self.dense, other.dense),
+                             (self.sparse_idx, other.sparse_idx), (self.sparse_val, other.sparse_val),
+                             (self.metadata, other.metadata)):
+            mine.extend(theirs)
+        self.dead_seqs.extend(other.dead_seqs)
+        self.staged = self.staged or other.staged
 
     def drop(self, seq: int) -> None:
         """A row deleted in the same transaction that added it never reaches the read structure."""
@@ -139,6 +177,29 @@ def _map(path: Path, dtype, count: int, shape: tuple[int, ...] | None = None) ->
     return np.memmap(path, dtype=dtype, mode="r", shape=shape).view(np.ndarray)
 
 
+def _read_rows(snap: Snapshot, buf: np.ndarray, start: int) -> None:
+    """Rows [start, snap.n) of the snapshot's vector file into `buf` as float32: read in large slices (a read is
+    cheaper than a page fault per 4 KB of the mapping), a float16 file widened slice by slice."""
+    dtype, name = VECTOR_TYPES[snap.manifest.get("vectors", "float32")]
+    row_bytes = snap.dim * np.dtype(dtype).itemsize
+    step = max(1, (32 << 20) // row_bytes)
+    scratch = None if dtype == np.float32 else np.empty((step, snap.dim), dtype)
+    with open(snap.root / name, "rb", buffering=0) as fh:
+        for a in range(start, snap.n, step):
+            b = min(snap.n, a + step)
+            target = buf[a:b] if scratch is None else scratch[: b - a]
+            fh.seek(a * row_bytes)
+            view = memoryview(target).cast("B")
+            got = 0
+            while got < len(view):
+                k = fh.readinto(view[got:])
+                if not k:
+                    raise OSError(f"{snap.root / name} ends before row {b}")
+                got += k
+            if scratch is not None:
+                buf[a:b] = target
+
+
 def _atomic_json(path: Path, obj: Any) -> None:
     tmp = path.with_suffix(f".tmp{os.getpid()}")
     tmp.write_text(json.dumps(obj), encoding="utf-8")
@@ -184,12 +245,27 @@ class Postings:
             getattr(self, name).tofile(path)
 
     @classmethod
+    def load_files(cls, root: Path, start: int, stop: int) -> Postings:
+        """A segment whose sizes are its files' (one staged before its commit, which no manifest names yet)."""
+        f = cls(start, stop, *(np.zeros(0) for _ in range(4))).files(root)
+        return cls.load(root, start, stop, f["terms"].stat().st_size // 4, f["rows"].stat().st_size // 4)
+
+    @classmethod
     def load(cls, root: Path, start: int, stop: int, n_terms: int, n_post: int) -> Postings:
         p = cls(start, stop, np.zeros(0, np.uint32), np.zeros(0, np.int64), np.zeros(0, np.int32),
                 np.zeros(0, np.float32))
         f = p.files(root)
         return cls(start, stop, _map(f["terms"], np.uint32, n_terms), _map(f["starts"], np.int64, n_terms + 1),
                    _map(f["rows"], np.int32, n_post), _map(f["vals"], np.float32, n_post))
+
+
+def _segment(n0: int, d: Delta) -> Postings:
+    """The postings of a delta's rows, numbered from n0."""
+    lens = np.fromiter((len(i) for i in d.sparse_idx), dtype=np.int64, count=len(d.sparse_idx))
+    terms = np.concatenate(d.sparse_idx) if len(lens) and lens.sum() else np.zeros(0, np.uint32)
+    vals = np.concatenate(d.sparse_val) if len(lens) and lens.sum() else np.zeros(0, np.float32)
+    rows = np.repeat(np.arange(n0, n0 + len(lens), dtype=np.int32), lens)
+    return Postings.build(n0, n0 + len(lens), terms, rows, vals)
 
 
 # --- the mapped view a search uses ---------------------------------------------------------------------------------
@@ -241,13 +317,50 @@ class Snapshot:
         self.dim: int = manifest["dim"]
         root = store.epoch_dir(namespace, self.epoch)
         self.root = root
-        self.dense = _map(root / "dense.f32", np.float32, self.n * self.dim, (self.n, self.dim))
+        dtype, name = VECTOR_TYPES[manifest.get("vectors", "float32")]
+        self.mapped = _map(root / name, dtype, self.n * self.dim, (self.n, self.dim))
+        self._dense: np.ndarray | None = None
         self.seq = _map(root / "seq.i64", np.int64, self.n)
         self._id_end = _map(root / "ids.end", np.int64, self.n)
         self._id_bytes = _map(root / "ids.bin", np.uint8, manifest["id_bytes"])
         self.live = live
         self.postings = [Postings.load(root, a, b, nt, npost) for a, b, nt, npost in manifest["segments"]]
         self._columns: dict[str, filters.Column | None] = {}
+
+    @property
+    def dense(self) -> np.ndarray:
+        """The float32 vectors a search scans: the mapped file, or the process's own copy once it has one (always,
+        for a float16 file, which is widened once: numpy has no fast float16 product)."""
+        if self._dense is None:
+            self._dense = self.store.resident(self) if self.mapped.dtype != np.float32 else self.mapped
+        return self._dense
+
+    def make_resident(self) -> None:
+        """Scan the process's own copy of the vectors from now on (anonymous memory the kernel backs with huge
+        pages; the mapped file's page cache is not): at a million rows the exact search costs 1.01x numpy's product and
+        top-k over it, 1.06x over the mapping (docs/performance.md)."""
+        if self._dense is None or self._dense is self.mapped:
+            self._dense = self.store.resident(self)
+
+    @property
+    def resident_bytes(self) -> int:
+        return 0 if self._dense is None or self._dense is self.mapped else self.n * self.dim * 4
+
+    def df(self, term: int) -> int:
+        """Live rows whose sparse vector has this term (BM25's document frequency, from the postings)."""
+        n = 0
+        for seg in self.postings:
+            i = int(np.searchsorted(seg.terms, term))
+            if i < len(seg.terms) and int(seg.terms[i]) == term:
+                s, e = int(seg.starts[i]), int(seg.starts[i + 1])
+                n += (e - s) if not self.manifest["n_dead"] else int(np.count_nonzero(self.live[seg.rows[s:e]]))
+        return n
+
+    def terms(self) -> np.ndarray:
+        """Every term of the postings (a term whose rows are all deleted included, until the next rebuild)."""
+        if not self.postings:
+            return np.zeros(0, np.uint32)
+        return np.unique(np.concatenate([seg.terms for seg in self.postings]))
 
     @property
     def keys(self) -> list[str]:
@@ -267,10 +380,14 @@ class Snapshot:
         stem = self.root / f"m{info['stem']}"
         kv = self.store.key_values(self.namespace, self.epoch, key)
         kv.extend_from(stem.with_suffix(".values"), info["values"])
-        present = np.zeros(self.n, dtype=bool)
-        present[_map(stem.with_suffix(".prows"), np.int32, info["present"])] = True
+        if info.get("rowwise"):
+            present, erows = np.ones(self.n, dtype=bool), np.arange(self.n, dtype=np.int32)
+        else:
+            present = np.zeros(self.n, dtype=bool)
+            present[_map(stem.with_suffix(".prows"), np.int32, info["present"])] = True
+            erows = _map(stem.with_suffix(".erows"), np.int32, info["elems"])
         return filters.ValueColumn(
-            self.n, present, _map(stem.with_suffix(".erows"), np.int32, info["elems"]),
+            self.n, present, erows,
             _map(stem.with_suffix(".codes"), np.int32, info["elems"]), kv.values,
             lookup=kv.lookup, n_values=info["values"], single=not info["multi"])
 
@@ -317,6 +434,9 @@ class Source:
     def __init__(self, path: Path, timeout: float) -> None:
         self.conn = sqlite3.connect(str(path), timeout=timeout, check_same_thread=False, isolation_level=None)
         self._lock = threading.RLock()
+        # Schema 3 and before (read once, while the index is upgraded): each record's sparse vector in SQLite, and
+        # no documents.docno.
+        self.legacy = False
 
     @contextlib.contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
@@ -341,6 +461,18 @@ class Source:
         return conn.execute("SELECT value FROM meta WHERE key='db_id'").fetchone()[0]
 
     def rows(self, conn: sqlite3.Connection, namespace: str, after_seq: int) -> Iterator[Delta]:
+        """The records past `after_seq`, in batches; their vectors (and, from schema 4, their sparse vectors) are
+        in the files, not here."""
+        if not self.legacy:
+            cur = conn.execute(
+                "SELECT r.seq, r.id, r.metadata, d.shared FROM records r JOIN documents d ON d.docno = r.docno "
+                "WHERE r.namespace=? AND r.seq>? ORDER BY r.seq", (namespace, after_seq))
+            while batch := cur.fetchmany(_READ_BATCH):
+                d = Delta(staged=True)
+                for seq, rid, md, shared in batch:
+                    d.add(seq, rid, None, None, None, assemble_metadata(md, shared, None, None))
+                yield d
+            return
         cur = conn.execute(
             "SELECT seq, id, dense, sparse_idx, sparse_val, metadata FROM records WHERE namespace=? AND seq>? "
             "ORDER BY seq", (namespace, after_seq))
@@ -362,7 +494,8 @@ class Source:
             cur = conn.execute(f"SELECT r.seq, {METADATA_SQL} FROM {WITH_PARENT_SQL} WHERE r.namespace=? AND r.seq<=? "
                                "ORDER BY r.seq", (namespace, max_seq))
             while batch := cur.fetchmany(_READ_BATCH):
-                yield [(s, json.loads(m)) for s, m in batch]
+                pages: dict[str, str] = {}
+                yield [(s, assemble_metadata(*rest, pages)) for s, *rest in batch]
 
 
 class IndexStore:
@@ -381,6 +514,28 @@ class IndexStore:
             self.writable = False
         self._values: dict[tuple[str, int, str], _KeyValues] = {}
         self._values_lock = threading.Lock()
+        self.vectors = "float32"  # the type of the vector file of a new epoch (the index's setting)
+        self._resident: dict[str, tuple[int, np.ndarray, int]] = {}  # namespace: (epoch, buffer, rows filled)
+        self._resident_lock = threading.Lock()
+
+    def resident(self, snap: Snapshot) -> np.ndarray:
+        """The snapshot's vectors as float32 in this process's memory. One buffer per namespace and epoch, grown as
+        commits append rows (rows never change within an epoch, so a snapshot keeps a valid view of an older
+        buffer); only the rows not copied yet are read from the file."""
+        with self._resident_lock:
+            epoch, buf, filled = self._resident.get(snap.namespace, (-1, np.zeros((0, snap.dim), np.float32), 0))
+            if epoch != snap.epoch:
+                buf, filled = np.zeros((0, snap.dim), np.float32), 0
+            if len(buf) < snap.n:
+                # numpy asks the kernel for huge pages for an allocation this large (MADV_HUGEPAGE).
+                grown = np.empty((max(snap.n, len(buf) + len(buf) // 4), snap.dim), np.float32)
+                grown[:filled] = buf[:filled]
+                buf = grown
+            if filled < snap.n:
+                _read_rows(snap, buf, filled)
+            filled = max(filled, snap.n)
+            self._resident[snap.namespace] = (snap.epoch, buf, filled)
+            return buf[: snap.n]
 
     # --- paths and manifest ------------------------------------------------------------------------------------
 
@@ -412,7 +567,9 @@ class IndexStore:
         dim = m["dim"]
         root = self.epoch_dir(namespace, m["epoch"])
         n = m["n_rows"]
-        if (root / "dense.f32").stat().st_size < n * dim * 4 or (root / "seq.i64").stat().st_size < n * 8:
+        dtype, name = VECTOR_TYPES[m["vectors"]]
+        if ((root / name).stat().st_size < n * dim * np.dtype(dtype).itemsize
+                or (root / "seq.i64").stat().st_size < n * 8):
             return False
         if n and ((root / "ids.end").stat().st_size < n * 8 or (root / "ids.bin").stat().st_size < m["id_bytes"]):
             return False
@@ -501,12 +658,12 @@ class IndexStore:
                                   "date with it; open it once where it can be written")
             if m is None or pruned > m["generation"] or m["n_dead"] > _PURGE_DEAD_SHARE * max(m["n_rows"], 1):
                 return self._rebuild(namespace, db_id, dim, conn, gen, m)
-            dead = self.source.removed(conn, namespace, m["generation"])
-            deltas = list(self.source.rows(conn, namespace, m["max_seq"])) or [Delta()]
-            deltas[0].dead_seqs = dead
-            for i, d in enumerate(deltas):
-                m = self._apply(namespace, m, d, gen if i == len(deltas) - 1 else m["generation"],
-                                write_manifest=i == len(deltas) - 1)
+            # What the structure missed is one commit (every write catches up before it stages its own): its
+            # vectors and postings segment are in the files, staged before it committed.
+            missed = Delta(dead_seqs=self.source.removed(conn, namespace, m["generation"]))
+            for d in self.source.rows(conn, namespace, m["max_seq"]):
+                missed.extend(d)
+            m = self._apply(namespace, m, missed, gen)
         return m
 
     def stage(self, namespace: str, db_id: str, dim: int, delta: Delta) -> None:
@@ -518,39 +675,81 @@ class IndexStore:
             if not delta.seqs:
                 return
             root = self.epoch_dir(namespace, m["epoch"])
-            dense = np.stack([np.asarray(v, dtype=np.float32).reshape(dim) for v in delta.dense])
-            for name, data, offset in (("dense.f32", dense.tobytes(), m["n_rows"] * dim * 4),
-                                       ("seq.i64", np.asarray(delta.seqs, np.int64).tobytes(), m["n_rows"] * 8)):
-                with open(root / name, "ab") as fh:
+            n0 = m["n_rows"]
+            dtype, name = VECTOR_TYPES[m["vectors"]]
+            dense = np.stack([np.asarray(v, dtype=np.float32).reshape(dim) for v in delta.dense]).astype(dtype)
+            for stale in root.glob(f"p{n0}-*.*"):  # a segment staged by a commit that never happened
+                stale.unlink(missing_ok=True)
+            seg = _segment(n0, delta)
+            writes = [(root / name, dense.tobytes(), n0 * dense.itemsize * dim),
+                      (root / "seq.i64", np.asarray(delta.seqs, np.int64).tobytes(), n0 * 8)]
+            writes += [(path, getattr(seg, k).tobytes(), 0) for k, path in seg.files(root).items()]
+            for path, data, offset in writes:
+                with open(path, "ab") as fh:
                     fh.truncate(offset)
                     fh.write(data)
                     fh.flush()
                     os.fsync(fh.fileno())
             delta.staged = True
 
-    def _staged(self, root: Path, n0: int, seqs: Sequence[int], dim: int) -> None:
+    def _staged(self, root: Path, n0: int, seqs: Sequence[int], dim: int, vectors: str) -> None:
         """Check that rows [n0, n0 + len(seqs)) of the files hold these sequence numbers and their vectors."""
         k = len(seqs)
+        dtype, name = VECTOR_TYPES[vectors]
         try:
             have = np.fromfile(root / "seq.i64", np.int64, count=k, offset=n0 * 8)
-            size = (root / "dense.f32").stat().st_size
+            size = (root / name).stat().st_size // np.dtype(dtype).itemsize
         except OSError as exc:
             raise self.lost(f"{exc.strerror or exc}") from None
-        if len(have) != k or not np.array_equal(have, np.asarray(seqs, np.int64)) or size < (n0 + k) * dim * 4:
+        if len(have) != k or not np.array_equal(have, np.asarray(seqs, np.int64)) or size < (n0 + k) * dim:
             raise self.lost(f"rows {n0}-{n0 + k} of {root} do not hold the vectors the database names")
 
-    def _vectors_of(self, namespace: str, db_id: str, dim: int) -> tuple[np.ndarray, np.ndarray] | None:
-        """(sequence numbers, vectors) of every row the namespace's newest files hold, staged tail included, whatever
-        state their manifest is in; None when there are none."""
+    def _newest(self, namespace: str, db_id: str, dim: int) -> tuple[dict[str, Any], Path] | None:
+        """The namespace's newest manifest (of any version) and its epoch folder, if they belong to this database."""
         try:
             m = json.loads((self.ns_dir(namespace) / "manifest.json").read_text(encoding="utf-8"))
             if m.get("db_id") != db_id or m.get("dim") != dim:
                 return None
-            root = self.epoch_dir(namespace, int(m["epoch"]))
-            n = min((root / "seq.i64").stat().st_size // 8, (root / "dense.f32").stat().st_size // (dim * 4))
+            return m, self.epoch_dir(namespace, int(m["epoch"]))
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
-        return _map(root / "seq.i64", np.int64, n), _map(root / "dense.f32", np.float32, n * dim, (n, dim))
+
+    def _vectors_of(self, namespace: str, db_id: str, dim: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """(sequence numbers, vectors) of every row the namespace's newest files hold, staged tail included, whatever
+        state their manifest is in; None when there are none."""
+        newest = self._newest(namespace, db_id, dim)
+        if newest is None:
+            return None
+        m, root = newest
+        try:
+            dtype, name = VECTOR_TYPES[m.get("vectors", "float32")]
+            n = min((root / "seq.i64").stat().st_size // 8,
+                    (root / name).stat().st_size // (dim * np.dtype(dtype).itemsize))
+        except (OSError, KeyError):
+            return None
+        return _map(root / "seq.i64", np.int64, n), _map(root / name, dtype, n * dim, (n, dim))
+
+    def _postings_of(self, namespace: str, db_id: str, dim: int) -> tuple[np.ndarray, Postings] | None:
+        """(sequence number of each row, every posting) of the namespace's newest files, the segment staged past
+        their manifest included: the sparse vectors' only copy, which a rebuild keeps."""
+        newest = self._newest(namespace, db_id, dim)
+        if newest is None:
+            return None
+        m, root = newest
+        try:
+            n_seq = (root / "seq.i64").stat().st_size // 8
+            segs = [Postings.load(root, *s) for s in m["segments"]]
+            staged = root / f"p{m['n_rows']}-{n_seq}.rows"
+            if n_seq > m["n_rows"] and staged.exists():
+                segs.append(Postings.load_files(root, m["n_rows"], n_seq))
+        except (OSError, KeyError, ValueError, TypeError):
+            return None
+        if not segs:
+            return _map(root / "seq.i64", np.int64, n_seq), Postings.build(0, 0, *(np.zeros(0, t) for t in (
+                np.uint32, np.int32, np.float32)))
+        merged = Postings.build(0, n_seq, np.concatenate([s.expanded_terms() for s in segs]),
+                                np.concatenate([s.rows for s in segs]), np.concatenate([s.vals for s in segs]))
+        return _map(root / "seq.i64", np.int64, n_seq), merged
 
     def _rebuild(self, namespace: str, db_id: str, dim: int, conn: sqlite3.Connection, gen: int,
                  old: dict[str, Any] | None) -> dict[str, Any]:
@@ -562,9 +761,11 @@ class IndexStore:
         root = self.epoch_dir(namespace, epoch)
         shutil.rmtree(root, ignore_errors=True)
         root.mkdir(parents=True)
+        sparse = None if self.source.legacy else self._postings_of(namespace, db_id, dim)
         m: dict[str, Any] = {"version": MANIFEST_VERSION, "db_id": db_id, "namespace": namespace, "dim": dim,
-                             "epoch": epoch, "generation": gen, "n_rows": 0, "max_seq": 0, "n_dead": 0, "id_bytes": 0,
-                             "segments": [], "keys": {}, "build": uuid.uuid4().hex}
+                             "vectors": self.vectors, "epoch": epoch, "generation": gen, "n_rows": 0, "max_seq": 0,
+                             "n_dead": 0, "id_bytes": 0, "segments": [], "keys": {}, "build": uuid.uuid4().hex}
+        all_seqs = []
         for d in self.source.rows(conn, namespace, 0):
             if d.staged:
                 if source is None:
@@ -576,7 +777,17 @@ class IndexStore:
                     raise self.lost(f"{int(np.count_nonzero(seqs[pos] != want)) if len(seqs) else len(want)} rows "
                                     f"have no vector in {ns_dir}")
                 d.dense, d.staged = list(vectors[pos]), False
-            m = self._apply(namespace, m, d, gen, write_manifest=False)
+            all_seqs.extend(d.seqs)
+            m = self._apply(namespace, m, d, gen, write_manifest=False, postings=sparse is None)
+        if sparse is not None:  # the sparse vectors of the rows kept, from the previous postings
+            old_seqs, p = sparse
+            new_seqs = np.asarray(all_seqs, np.int64)
+            seq = old_seqs[p.rows] if len(p.rows) else np.zeros(0, np.int64)
+            pos = np.minimum(np.searchsorted(new_seqs, seq), max(len(new_seqs) - 1, 0))
+            keep = new_seqs[pos] == seq if len(new_seqs) else np.zeros(len(seq), bool)
+            seg = Postings.build(0, len(new_seqs), p.expanded_terms()[keep], pos[keep], p.vals[keep])
+            seg.save(root)
+            m["segments"] = [[seg.start, seg.stop, len(seg.terms), len(seg.rows)]]
         (root / "dead.i64").touch()
         self._publish(namespace, m)
         # The previous epoch stays one rebuild longer: a reader that mapped it may still load a column from it.
@@ -585,8 +796,17 @@ class IndexStore:
                 shutil.rmtree(stale, ignore_errors=True)
         return m
 
+    def drop_older_epochs(self, namespace: str, db_id: str, dim: int) -> None:
+        """Delete the namespace's epochs before its current one."""
+        m = self.manifest(namespace, db_id, dim)
+        if m is None:
+            return
+        for stale in self.ns_dir(namespace).glob("e*"):
+            if stale.is_dir() and stale.name[1:].isdigit() and int(stale.name[1:]) < m["epoch"]:
+                shutil.rmtree(stale, ignore_errors=True)
+
     def _apply(self, namespace: str, m: dict[str, Any], d: Delta, generation: int,
-               write_manifest: bool = True) -> dict[str, Any]:
+               write_manifest: bool = True, postings: bool = True) -> dict[str, Any]:
         m = json.loads(json.dumps(m))  # a copy: the caller's manifest stays what readers may have mapped
         root = self.epoch_dir(namespace, m["epoch"])
         n0, k, dim = m["n_rows"], len(d.seqs), m["dim"]
@@ -598,10 +818,11 @@ class IndexStore:
             _append(root / "dead.i64", rows.astype(np.int64).tobytes(), m["n_dead"] * 8)
             m["n_dead"] += len(rows)
         if k and d.staged:
-            self._staged(root, n0, d.seqs, dim)
+            self._staged(root, n0, d.seqs, dim, m["vectors"])
         elif k:
-            dense = np.stack([np.asarray(v, dtype=np.float32).reshape(dim) for v in d.dense])
-            _append(root / "dense.f32", dense.tobytes(), n0 * dim * 4)
+            dtype, name = VECTOR_TYPES[m["vectors"]]
+            dense = np.stack([np.asarray(v, dtype=np.float32).reshape(dim) for v in d.dense]).astype(dtype)
+            _append(root / name, dense.tobytes(), n0 * dim * dense.itemsize)
             _append(root / "seq.i64", np.asarray(d.seqs, dtype=np.int64).tobytes(), n0 * 8)
         if k:
             ids = [i.encode("utf-8") for i in d.ids]
@@ -609,7 +830,8 @@ class IndexStore:
             _append(root / "ids.bin", b"".join(ids), m["id_bytes"])
             _append(root / "ids.end", ends.tobytes(), n0 * 8)
             m["id_bytes"] = int(ends[-1])
-            self._append_postings(root, m, n0, d)
+            if postings:
+                self._append_postings(root, m, n0, d)
             self._append_metadata(namespace, root, m, n0, d.metadata)
             m["n_rows"] = n0 + k
             m["max_seq"] = int(d.seqs[-1])
@@ -626,19 +848,23 @@ class IndexStore:
             Path(path).unlink(missing_ok=True)
 
     def _append_postings(self, root: Path, m: dict[str, Any], n0: int, d: Delta) -> None:
-        lens = np.fromiter((len(i) for i in d.sparse_idx), dtype=np.int64, count=len(d.sparse_idx))
-        terms = np.concatenate(d.sparse_idx) if len(lens) and lens.sum() else np.zeros(0, np.uint32)
-        vals = np.concatenate(d.sparse_val) if len(lens) and lens.sum() else np.zeros(0, np.float32)
-        rows = np.repeat(np.arange(n0, n0 + len(lens), dtype=np.int32), lens)
-        seg = Postings.build(n0, n0 + len(lens), terms, rows, vals)
-        segs = [Postings.load(root, *s) for s in m["segments"]]
         obsolete = m.setdefault("_obsolete", [])
+        staged = Postings.build(n0, n0 + len(d.seqs), *(np.zeros(0, t) for t in (np.uint32, np.int32, np.float32)))
+        if d.staged and staged.files(root)["rows"].exists():  # written before the commit
+            seg = on_disk = Postings.load_files(root, n0, n0 + len(d.seqs))
+        elif any(i is None for i in d.sparse_idx):
+            raise self.lost(f"the postings of rows {n0}-{n0 + len(d.seqs)} are not in {root}")
+        else:
+            seg, on_disk = _segment(n0, d), None
+        obsolete.extend(str(p) for p in staged.files(root).values())
+        segs = [Postings.load(root, *s) for s in m["segments"]]
         # Binary-counter merging: a segment absorbs the next while it is less than twice its size.
         while segs and (segs[-1].stop - segs[-1].start) < 2 * (seg.stop - seg.start):
             prev = segs.pop()
             obsolete.extend(str(p) for p in prev.files(root).values())
             seg = Postings.merge(prev, seg)
-        seg.save(root)
+        if seg is not on_disk:  # (a staged segment left as it is was written and flushed before its commit)
+            seg.save(root)
         segs.append(seg)
         m["segments"] = [[s.start, s.stop, len(s.terms), len(s.rows)] for s in segs]
         keep = {str(p) for s in segs for p in s.files(root).values()}
@@ -651,8 +877,11 @@ class IndexStore:
             for key, value in md.items():
                 info = m["keys"].get(key)
                 if info is None:
+                    # "rowwise": every row so far has one scalar of this key, so the codes are one per row and
+                    # which rows have it (prows, erows) goes without saying, until a row breaks the rule.
                     info = m["keys"][key] = {"stem": _stem(key), "indexed": key not in UNINDEXED_KEYS, "values": 0,
-                                             "vbytes": 0, "elems": 0, "present": 0, "multi": False}
+                                             "vbytes": 0, "elems": 0, "present": 0, "multi": False,
+                                             "rowwise": n0 == 0 and r == 0}
                 if not info["indexed"]:
                     continue
                 if key not in per_key:
@@ -672,14 +901,24 @@ class IndexStore:
                         new_values.append(v)
                     erows.append(r)
                     codes.append(code)
+        for key, info in m["keys"].items():  # a rowwise key that none of these rows has
+            if info.get("rowwise") and key not in per_key and metadata:
+                per_key[key] = ([], [], [], [], None)
         for key, (prows, erows, codes, new_values, _) in per_key.items():
             info = m["keys"][key]
             stem = root / f"m{info['stem']}"
             data = "".join(json.dumps(v, ensure_ascii=False) + "\n" for v in new_values).encode("utf-8")
             _append(stem.with_suffix(".values"), data, info["vbytes"])
             info["vbytes"] += len(data)
-            _append(stem.with_suffix(".prows"), np.asarray(prows, np.int32).tobytes(), info["present"] * 4)
-            _append(stem.with_suffix(".erows"), np.asarray(erows, np.int32).tobytes(), info["elems"] * 4)
+            if info.get("rowwise") and not (len(prows) == len(erows) == len(metadata)):
+                # A row without the key, or with several values: from now on each row and element is listed.
+                info["rowwise"] = False
+                every = np.arange(info["present"], dtype=np.int32).tobytes()
+                _append(stem.with_suffix(".prows"), every, 0)
+                _append(stem.with_suffix(".erows"), every, 0)
+            if not info.get("rowwise"):
+                _append(stem.with_suffix(".prows"), np.asarray(prows, np.int32).tobytes(), info["present"] * 4)
+                _append(stem.with_suffix(".erows"), np.asarray(erows, np.int32).tobytes(), info["elems"] * 4)
             _append(stem.with_suffix(".codes"), np.asarray(codes, np.int32).tobytes(), info["elems"] * 4)
             info["values"] += len(new_values)
             info["elems"] += len(erows)

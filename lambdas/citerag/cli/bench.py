@@ -149,6 +149,10 @@ def bench_index(
                                               "replaces this many documents")] = 0,
     ann: Annotated[str | None, typer.Option("--ann", help="also probe this CITERAG_INDEX_ANN setting (hnsw)")]
     = None,
+    float16: Annotated[bool, typer.Option("--float16", help="also build and probe an index of float16 vectors "
+                                          "(CITERAG_INDEX_VECTORS=float16): size, latency, recall@10")] = False,
+    hnsw_max: Annotated[int, typer.Option("--hnsw-max", min=0, help="the usearch reference row only up to this "
+                                          "many chunks (its graph takes long to build)")] = 1_000_000,
     as_json: JsonOpt = False,
 ) -> None:
     """The embedded index at scale on synthetic chunks: build chunks/s, open + first query, memory, warm p50/p95
@@ -168,7 +172,7 @@ def bench_index(
         with progress() as bar:
             task = bar.add_task("bench-index", total=None)
             report = ib.run(counts, root, queries=queries, seed=seed, references=references,
-                            replacements=replacements, ann=ann,
+                            replacements=replacements, ann=ann, float16=float16, hnsw_max=hnsw_max,
                             progress=lambda msg: bar.update(task, description=msg))
         if as_json:
             print(json.dumps(report))
