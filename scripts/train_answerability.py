@@ -160,6 +160,53 @@ def _probabilities(gate, rows: list[dict]) -> np.ndarray:
 
 
 PLACES_KEPT_PERCENTILE = 10
+SUBJECT_L2 = 1.0
+
+
+def _subject_matrix(rows: list[dict], features: tuple[str, ...] = FEATURES) -> tuple[np.ndarray, np.ndarray]:
+    x, _ = _matrix(rows, features)
+    return x, np.array([0.0 if r.get("off_topic") else 1.0 for r in rows])
+
+
+def on_subject_held_out(rows: list[dict], off: list[dict], families: list[str],
+                        features: tuple[str, ...] = FEATURES) -> np.ndarray:
+    """Per row of `rows + off`, P(the documents are on the question's subject) from a model fit on the other
+    families alone (0 for a row the answerer could not weigh: it lists no places)."""
+    both = rows + off
+    p = np.zeros(len(both))
+    for name in families:
+        train = [r for r in both if r["family"] != name and r["features"]]
+        model = gate_from(features, *_subject_matrix(train, features), thresholds={}, l2=SUBJECT_L2)
+        for i, r in enumerate(both):
+            if r["family"] == name and r["features"]:
+                p[i] = model.probability(r["features"])
+    return p
+
+
+def floor_of(probabilities: np.ndarray) -> float:
+    """The floor that keeps (100 - PLACES_KEPT_PERCENTILE)% of these, rounded down to a hundredth."""
+    if not len(probabilities):
+        return 0.0
+    return float(np.floor(100 * np.percentile(probabilities, PLACES_KEPT_PERCENTILE)) / 100)
+
+
+def places_figures(rows: list[dict], off: list[dict], p: np.ndarray, floors: dict[str, float], rules) -> dict:
+    """Per language: how many refusals list places, with a row's score `p` (`rows + off` in order) at `floors`."""
+    def lists(i: int, r: dict) -> bool:
+        return bool(r["features"]) and p[i] >= floors[r["lang"]] and not rules.judge(r["lang"], r["features"])[0]
+
+    out = {}
+    for lang in sorted(floors):
+        mine = [(i, r) for i, r in enumerate(rows) if r["lang"] == lang]
+        theirs = [(len(rows) + i, r) for i, r in enumerate(off) if r["lang"] == lang]
+        out[lang] = {"floor": floors[lang], "off_topic": len(theirs),
+                     "off_topic_answered_by_rules": sum(bool(r["features"]) and rules.judge(lang, r["features"])[0]
+                                                        for _, r in theirs),
+                     "off_topic_listing_places": int(sum(lists(i, r) for i, r in theirs)),
+                     "refused_on_subject": sum(bool(r["features"]) and not rules.judge(lang, r["features"])[0]
+                                               for _, r in mine),
+                     "refused_on_subject_keeping_places": int(sum(lists(i, r) for i, r in mine))}
+    return out
 
 
 def held_out(rows: list[dict], families: list[str], features: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
@@ -217,23 +264,26 @@ def main() -> None:
     by_rules = np.array([bool(r["features"]) and rules.judge(r["lang"], r["features"])[0] for r in rows])
     report["rules"] = figures(rows, by_rules)
     report["rules_test_families"] = figures([rows[i] for i in test], by_rules[test])
-    # Places to look: listed for a refusal only when its estimate reaches a floor, set to keep the places of 90%
-    # of the pool's questions the rules (the default gate) refuse (on the documents' subject: a fact worded otherwise,
-    # or what the documents say nearby); questions on another subject fall below it more often.
-    off_p = p[len(rows):]
-    floors, report["places"] = {}, {}
-    for lang in sorted({r["lang"] for r in rows}):
-        refused = [pool_p[i] for i, r in enumerate(rows) if r["lang"] == lang and r["features"] and not by_rules[i]]
-        floors[lang] = float(np.floor(100 * np.percentile(refused, PLACES_KEPT_PERCENTILE)) / 100) if refused else 0.0
-        off_lang = [(off_p[i], r) for i, r in enumerate(off) if r["lang"] == lang]
-        report["places"][lang] = {
-            "floor": floors[lang], "off_topic": len(off_lang),
-            "off_topic_answered_by_rules": sum(bool(r["features"]) and rules.judge(lang, r["features"])[0]
-                                               for _, r in off_lang),
-            "off_topic_listing_places": sum(1 for q, r in off_lang if r["features"] and q >= floors[lang]
-                                            and not rules.judge(lang, r["features"])[0]),
-            "refused_on_subject": len(refused),
-            "refused_on_subject_keeping_places": int(sum(q >= floors[lang] for q in refused))}
+    # Places to look: listed for a refusal only when the documents are on the question's subject, by a second model
+    # (on-subject: every question of the pool asked of its own family; off-topic: the questions of other subjects
+    # asked of it). Its floor keeps the places of 90% of the pool's questions the rules (the default gate) refuse.
+    on_p = on_subject_held_out(rows, off, names)
+    refused = np.array([bool(r["features"]) and not by_rules[i] for i, r in enumerate(rows)])
+    floors = {lang: floor_of(on_p[: len(rows)][refused & (np.array([r["lang"] for r in rows]) == lang)])
+              for lang in sorted({r["lang"] for r in rows})}
+    report["places"] = places_figures(rows, off, on_p, floors, rules)
+    report["places_test_families"] = {}
+    for name in (n for n in names if n in TEST_FAMILIES):
+        mine, theirs = [r for r in rows if r["family"] == name], [r for r in off if r["family"] == name]
+        scores = np.concatenate([on_p[: len(rows)][[r["family"] == name for r in rows]],
+                                 on_p[len(rows):][[r["family"] == name for r in off]]])
+        langs = {r["lang"] for r in mine + theirs}
+        report["places_test_families"][name] = places_figures(mine, theirs, scores, {
+            lang: v for lang, v in floors.items() if lang in langs}, rules)
+    # As it was: a floor on the answerability estimate, set the same way.
+    ans_floors = {lang: floor_of(pool_p[refused & (np.array([r["lang"] for r in rows]) == lang)])
+                  for lang in floors}
+    report["places_by_answerability"] = places_figures(rows, off, p, ans_floors, rules)
     ablate = list(FEATURES) if "each" in args.ablate else args.ablate
     report["ablation"] = {}
     for feature in ablate:
@@ -247,12 +297,15 @@ def main() -> None:
     thresholds = {lang: choose([r for r in rows if r["lang"] == lang],
                                pool_p[[i for i, r in enumerate(rows) if r["lang"] == lang]]) for lang in langs}
     report["thresholds"] = thresholds
+    subject = gate_from(FEATURES, *_subject_matrix([r for r in rows + off if r["features"]]), thresholds=floors,
+                        l2=SUBJECT_L2)
     report["curve"] = {lang: [{"threshold": float(t), **{k: v for k, v in rates(outcome(
         [r for r in rows if r["lang"] == lang], pool_p[[i for i, r in enumerate(rows) if r["lang"] == lang]],
         t)).items() if k in ("facts", "refusal_recall", "refusal_precision")}}
         for t in np.round(np.arange(0.1, 0.91, 0.05), 2)] for lang in langs}
     print(json.dumps({k: report[k] for k in ("held_out", "held_out_test_families", "rules", "places",
-                                             "ablation")}, indent=1, ensure_ascii=False))
+                                             "places_by_answerability", "places_test_families", "ablation")},
+                     indent=1, ensure_ascii=False))
     print("thresholds:", thresholds)
     if args.report:
         args.report.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -261,7 +314,12 @@ def main() -> None:
                          "scripts/train_answerability.py; figures in docs/answers.md",
                 "trained_on": names, "questions": len(rows), "l2": L2, "ranking": args.ranking,
                 "features": list(gate.names), "mean": list(gate.mean), "scale": list(gate.scale),
-                "weights": list(gate.weights), "bias": gate.bias, "thresholds": thresholds, "places": floors}
+                "weights": list(gate.weights), "bias": gate.bias, "thresholds": thresholds,
+                "on_subject": {"about": "P(the documents are on the question's subject): a refusal lists places to "
+                                        "look from its threshold up",
+                               "l2": SUBJECT_L2, "off_topic_questions": len(off), "features": list(subject.names),
+                               "mean": list(subject.mean), "scale": list(subject.scale),
+                               "weights": list(subject.weights), "bias": subject.bias, "thresholds": floors}}
         args.out.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
 
 

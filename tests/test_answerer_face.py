@@ -58,6 +58,22 @@ def test_the_committed_gate_loads_and_its_probability_follows_its_weights():
     assert gate.judge("en", strong)[0] and not gate.judge("en", weak)[0]
 
 
+def test_the_on_subject_model_reads_the_features_the_answerer_computes():
+    gate = LogisticGate.load()
+    assert gate.on_subject is not None and set(gate.on_subject.thresholds) == {"en", "ja"}
+    _, decision = decide("What does error E2 mean?", [_passage("Error E2 means the air quality sensor is dirty.")])
+    assert set(gate.on_subject.names) == set(decision.features) == set(gate.names)
+    # The documents' own subject lists places, another one does not, whichever the answerability estimate.
+    on = {n: m + 3 * s * np.sign(w) for n, m, s, w in zip(gate.on_subject.names, gate.on_subject.mean,
+                                                            gate.on_subject.scale, gate.on_subject.weights,
+                                                            strict=True)}
+    off = {n: m - 3 * s * np.sign(w) for n, m, s, w in zip(gate.on_subject.names, gate.on_subject.mean,
+                                                             gate.on_subject.scale, gate.on_subject.weights,
+                                                             strict=True)}
+    assert gate.shows_places("en", on) and not gate.shows_places("en", off)
+    assert not gate.shows_places("ja", off)
+
+
 def test_training_is_deterministic_and_separates_what_it_was_shown():
     rng = np.random.default_rng(7)
     x = rng.normal(size=(200, 3))
@@ -89,7 +105,15 @@ def test_every_runtime_answer_carries_its_decision(tmp_path, gate):
         assert (answer.decision.threshold is not None) == (gate == "learned")
         off = answerer.ask("How do I configure a Kubernetes ingress controller?")
         assert not off.answered and off.decision.reason in (Reason.NO_RELEVANT_PASSAGE, Reason.NOT_ANSWERABLE)
-        assert off.related == [] or off.decision.places
+        assert off.related == []
+        # Passages on the documents' subject that lack the fact are places to look; a question on another subject
+        # whose words search found (a Rust question over an air purifier's manual) lists none.
+        near = answerer.ask("Does the purifier remove ozone?")
+        assert not near.answered and near.decision.reason is Reason.NOT_ANSWERABLE, agent
+        assert near.decision.places and near.related, agent
+        other = answerer.ask("How can I check that Rust was installed correctly?")
+        assert not other.answered and other.decision.reason is Reason.NOT_ANSWERABLE, agent
+        assert not other.decision.places and other.related == [], agent
     blocked = open_answerer(comps, "local").ask("How do I make a bomb?")
     assert not blocked.answered and blocked.decision.reason is Reason.BLOCKED
 
@@ -148,15 +172,22 @@ def test_the_training_script_reports_family_held_out_figures(tmp_path):
         off = [row(i, False, rng.normal(0.0, 0.1), fam, off_topic=True) for i in range(len(asked))]
         (rows_dir / f"{fam.name}-off-topic-{key}.json").write_text(json.dumps(off))
     out, report = tmp_path / "gate.json", tmp_path / "report.json"
-    subprocess.run([sys.executable, str(script), *map(str, families), "--rows", str(rows_dir), "--out", str(out),
-                    "--report", str(report), "--ablate", "evidence"], check=True, capture_output=True, cwd=ROOT)
+    for target in (tmp_path / "first.json", out):
+        subprocess.run([sys.executable, str(script), *map(str, families), "--rows", str(rows_dir), "--out",
+                        str(target), "--report", str(report), "--ablate", "evidence"], check=True,
+                       capture_output=True, cwd=ROOT)
+    assert out.read_bytes() == (tmp_path / "first.json").read_bytes()  # the same rows, the same weights
     data = json.loads(report.read_text())
     assert data["held_out"]["en"]["facts"] > 0.8 and data["held_out"]["en"]["refusal_recall"] > 0.8
     ablated, full = data["ablation"]["evidence"]["en"], data["held_out"]["en"]
     # It carries the signal: without it, answering and refusing right no longer go together.
     assert ablated["facts"] + ablated["refusal_recall"] < full["facts"] + full["refusal_recall"]
     assert data["places"]["en"]["off_topic"] == 3 and data["places"]["en"]["off_topic_listing_places"] == 0
-    assert LogisticGate.load(out).thresholds.keys() == {"en", "ja"}
+    assert data["places"]["en"]["refused_on_subject_keeping_places"] >= 0.8 * data["places"]["en"][
+        "refused_on_subject"]
+    trained = LogisticGate.load(out)
+    assert trained.thresholds.keys() == {"en", "ja"} and trained.on_subject is not None
+    assert trained.on_subject.names == tuple(ta.FEATURES)
 
 
 def test_the_web_api_names_why_a_question_was_refused(tmp_path):

@@ -1,12 +1,14 @@
 """The answerability model: a logistic regression over `extractive._features`, the probability that the best
-sentence holds the fact. Weights: `answerability.json`, from `scripts/train_answerability.py` (docs/answers.md)."""
+sentence holds the fact; beside it, a second one over the same features, the probability that the documents are on
+the question's subject at all, which decides whether a refusal lists places to look. Weights: `answerability.json`,
+from `scripts/train_answerability.py` (docs/answers.md)."""
 
 from __future__ import annotations
 
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -25,17 +27,17 @@ class LogisticGate:
     weights: tuple[float, ...]
     bias: float
     thresholds: Mapping[str, float]
-    # A refusal lists places to look only from this probability up: a question on another subject found passages
-    # search called relevant, and they were listed as places to look.
-    places: Mapping[str, float] = field(default_factory=dict)
+    # Whether the documents are on the question's subject (its thresholds: the floor per language): a refusal lists
+    # places to look only when they are, as search calls passages relevant to a question on another subject too.
+    on_subject: LogisticGate | None = None
 
     def probability(self, features: Mapping[str, float]) -> float:
         z = self.bias + sum(w * (float(features.get(n, 0.0)) - m) / s
                             for n, m, s, w in zip(self.names, self.mean, self.scale, self.weights, strict=True))
         return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
 
-    def shows_places(self, lang: str, probability: float) -> bool:
-        return probability >= self.places.get(lang, 0.0)
+    def shows_places(self, lang: str, features: Mapping[str, float]) -> bool:
+        return self.on_subject is None or self.on_subject.judge(lang, features)[0]
 
     def judge(self, lang: str, features: Mapping[str, float]) -> tuple[bool, float | None, float | None]:
         p = self.probability(features)
@@ -44,10 +46,14 @@ class LogisticGate:
 
     @classmethod
     def load(cls, path: Path = WEIGHTS) -> LogisticGate:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return cls.of(json.loads(path.read_text(encoding="utf-8")))
+
+    @classmethod
+    def of(cls, data: Mapping) -> LogisticGate:
+        on_subject = data.get("on_subject")
         return cls(names=tuple(data["features"]), mean=tuple(data["mean"]), scale=tuple(data["scale"]),
                    weights=tuple(data["weights"]), bias=float(data["bias"]), thresholds=dict(data["thresholds"]),
-                   places=dict(data.get("places", {})))
+                   on_subject=cls.of(on_subject) if on_subject else None)
 
 
 def fit(x: np.ndarray, y: np.ndarray, *, l2: float = 1.0, iterations: int = 50) -> tuple[np.ndarray, float,

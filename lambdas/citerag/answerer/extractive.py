@@ -155,9 +155,9 @@ def _says_what_is_asked(query: Query, picked: list[Candidate]) -> bool:
     return not kinds.wants_called(query) or any(kinds.names(c.text) for c in picked)
 
 
-class Estimate(Protocol):  # answerability.LogisticGate: its estimate, and the floor for listing places to look
+class Estimate(Protocol):  # answerability.LogisticGate: its estimate, and whether a refusal lists places to look
     def probability(self, features: Mapping[str, float]) -> float: ...
-    def shows_places(self, lang: str, probability: float) -> bool: ...
+    def shows_places(self, lang: str, features: Mapping[str, float]) -> bool: ...
 
 
 class Gate(Protocol):  # whether the answer the ranking found is given: (answered, probability, threshold)
@@ -272,8 +272,8 @@ def decide(question: str | Query, passages: list[Passage], stats: CorpusStats | 
     if not answered:
         why = "the best sentence is unlikely to hold the fact" if threshold is not None else \
             "the best sentence does not reach the rules' threshold, or lacks what the question names or asks for"
-        # Places to look only when the fact may be near: a question on another subject lists none.
-        places = estimate is None or probability is None or estimate.shows_places(query.lang, probability)
+        # Places to look only when the documents are on the question's subject: one on another subject lists none.
+        places = estimate is None or estimate.shows_places(query.lang, features)
         return [], decision.model_copy(update={"reason": Reason.NOT_ANSWERABLE, "detail": why, "places": places})
     antecedent = _antecedent(best, candidates, usable[best.rank].title) if best in picked else None
     if antecedent is not None and not any(o.rank == antecedent.rank and o.pos <= antecedent.pos <= o.last

@@ -51,7 +51,8 @@ class Decision(BaseModel):
     probability: float | None = None
     threshold: float | None = None
     features: dict[str, float] = Field(default_factory=dict)
-    places: bool = Field(True, description="a refusal lists the places search found (False: nothing near enough)")
+    places: bool = Field(True, description="a refusal lists the places search found (False: the documents are "
+                                           "not on the question's subject)")
     weighed: list[Weighed] = Field(default_factory=list, description="the best-scored sentences, best first")
     by: str = Field("citerag/extractive", description="what decided: the offline answerer or a model's id")
 
