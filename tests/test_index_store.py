@@ -407,6 +407,37 @@ def test_a_commit_that_never_happens_leaves_no_vector_behind(path, monkeypatch):
     assert {p.stem for p in ns_dir.glob("e*/p*.rows")} == named  # no segment of the commit that never happened
 
 
+@pytest.mark.parametrize("gone", ["b", "c"])
+def test_a_batch_cut_off_before_its_append_then_partly_deleted_stays_searchable(path, monkeypatch, gone):
+    """A batch committed but interrupted before its append (Ctrl-C, killed), then one of its documents deleted (the
+    first or the last): its staged rows no longer line up with what SQLite holds, and the next process rebuilds
+    from them instead of refusing the index."""
+    idx = SqliteIndex(path, dim=DIM, model_id="t")
+    idx.replace_document(info("a"), [rec("a#0", "a", 1)], {})
+    real = idx._store.sync
+
+    def interrupted(*args, **kwargs):
+        if kwargs.get("delta") is not None:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(idx._store, "sync", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        idx.replace_documents([(info("b"), [rec("b#0", "b", 2)], {}), (info("c"), [rec("c#0", "c", 3)], {})])
+    monkeypatch.undo()
+    idx.close()
+    other = SqliteIndex(path, dim=DIM, model_id="t")
+    assert other.delete_document(gone) == 1
+    other.close()
+    kept = [r for r in (rec("a#0", "a", 1), rec("b#0", "b", 2), rec("c#0", "c", 3)) if r.metadata["doc_id"] != gone]
+    fresh = SqliteIndex(path, dim=DIM, model_id="t")
+    for r in kept:
+        top = fresh.query_dense(np.asarray(r.values), 1)[0]
+        assert top.id == r.id and top.score == pytest.approx(1.0, abs=1e-5)
+    assert {m.id for m in fresh.query_dense(vec(2), 10)} == {r.id for r in kept}
+    assert _sparse(fresh) == _sparse_truth(kept)
+
+
 def test_a_chunks_text_is_kept_once_in_its_parent(path):
     """A chunk whose text is a slice of its page is stored as offsets into the page; every reader still sees the
     text, and a filter on it still matches. A text that is no slice of its page is kept as it is."""

@@ -663,7 +663,13 @@ class IndexStore:
             missed = Delta(dead_seqs=self.source.removed(conn, namespace, m["generation"]))
             for d in self.source.rows(conn, namespace, m["max_seq"]):
                 missed.extend(d)
-            m = self._apply(namespace, m, missed, gen)
+            try:
+                m = self._apply(namespace, m, missed, gen)
+            except IndexError_:
+                # Rows of the missed commit were deleted since (by a commit that stages nothing, before the
+                # structure caught up): its staged rows and segment no longer line up with what SQLite holds. A
+                # rebuild finds each remaining row's vectors by its sequence number.
+                return self._rebuild(namespace, db_id, dim, conn, gen, m)
         return m
 
     def stage(self, namespace: str, db_id: str, dim: int, delta: Delta) -> None:

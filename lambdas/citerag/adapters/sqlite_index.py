@@ -495,7 +495,7 @@ class SqliteIndex:
             with self._store.locked(namespace):
                 self._store.sync(namespace, self._db_id, self._dim, delta=write.delta, delta_from=write.generation - 1,
                                  generation=write.generation)
-        except (OSError, sqlite3.Error, ValueError) as exc:
+        except (OSError, sqlite3.Error, ValueError, IndexError_) as exc:
             log.warning("the read structure of %s was not updated after a commit (%s); the next search catches up",
                         self.path, exc)
 
