@@ -6,6 +6,7 @@ process extends or maps the structure instead of rebuilding it."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -436,6 +437,77 @@ def test_a_batch_cut_off_before_its_append_then_partly_deleted_stays_searchable(
         assert top.id == r.id and top.score == pytest.approx(1.0, abs=1e-5)
     assert {m.id for m in fresh.query_dense(vec(2), 10)} == {r.id for r in kept}
     assert _sparse(fresh) == _sparse_truth(kept)
+
+
+def test_segments_and_manifests_reach_the_disk_before_what_they_replace_is_removed(path, monkeypatch):
+    """After a power cut the merged postings (the sparse vectors' only copy) and the tombstones are there: each file
+    a manifest names is flushed before the manifest is published, and the manifest before the segments it replaces
+    are unlinked."""
+    idx = SqliteIndex(path, dim=DIM, model_id="t")
+    idx.replace_document(info("d0"), [rec("d0#0", "d0", 0), rec("d0#1", "d0", 1)], {})
+    events: list[tuple[str, str]] = []
+    real_fsync, real_replace, real_unlink = os.fsync, os.replace, Path.unlink
+
+    def fsync(fd):
+        events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
+        return real_fsync(fd)
+
+    def replace(src, dst):
+        events.append(("replace", str(dst)))
+        return real_replace(src, dst)
+
+    def unlink(self, missing_ok=False):
+        events.append(("unlink", str(self)))
+        return real_unlink(self, missing_ok=missing_ok)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    monkeypatch.setattr(Path, "unlink", unlink)
+    idx.replace_document(info("d1"), [rec("d1#0", "d1", 10), rec("d1#1", "d1", 11)], {})  # merges p0-2 and p2-4
+    idx.delete_document("d0")
+    monkeypatch.undo()
+    (ns_dir,) = Path(str(path) + "-snapshot").glob("ns-*")
+    m = _manifest(path)
+    assert [s[:2] for s in m["segments"]] == [[0, 4]]
+    root = ns_dir / f"e{m['epoch']}"
+    published = [i for i, (kind, target) in enumerate(events) if kind == "replace" and target.endswith("manifest.json")]
+    assert len(published) == 2
+    merged, deleted = published
+    synced = [(i, target) for i, (kind, target) in enumerate(events) if kind == "fsync"]
+    for ext in ("terms", "starts", "rows", "vals"):
+        assert any(i < merged and t == str(root / f"p0-4.{ext}") for i, t in synced)
+    assert any(merged < i < deleted and t == str(root / "dead.i64") for i, t in synced)
+    assert any(i < merged and t == str(root) for i, t in synced)  # the segment's names
+    gone = [i for i, (kind, target) in enumerate(events) if kind == "unlink" and "/p0-2." in target]
+    assert gone and any(merged < i < min(gone) and t == str(ns_dir) for i, t in synced)  # the manifest's name
+
+
+def test_a_tombstone_file_shorter_than_its_manifest_is_rebuilt_not_trusted(path):
+    """Deletions whose tombstones a power cut lost do not come back in results: the structure is rebuilt."""
+    idx = SqliteIndex(path, dim=DIM, model_id="t")
+    idx.replace_document(info("a"), [rec("a#0", "a", 1)], {})
+    idx.replace_document(info("b"), [rec("b#0", "b", 8)], {})
+    idx.delete_document("a")
+    idx.close()
+    (ns_dir,) = Path(str(path) + "-snapshot").glob("ns-*")
+    for f in ns_dir.glob("e*/dead.i64"):
+        f.open("r+b").truncate(0)
+    fresh = SqliteIndex(path, dim=DIM, model_id="t")
+    assert [m.id for m in fresh.query_dense(vec(1), 5)] == ["b#0"]
+    assert _sparse(fresh) == _sparse_truth([rec("b#0", "b", 8)])
+
+
+def test_a_truncated_postings_segment_is_refused_with_the_rebuild_command(path):
+    """A merged segment a power cut left short: the index says how to rebuild it instead of a numpy traceback."""
+    idx = SqliteIndex(path, dim=DIM, model_id="t")
+    for d in range(2):
+        idx.replace_document(info(f"d{d}"), [rec(f"d{d}#{j}", f"d{d}", d * 10 + j) for j in range(2)], {})
+    idx.close()
+    (ns_dir,) = Path(str(path) + "-snapshot").glob("ns-*")
+    for f in ns_dir.glob("e*/p0-4.*"):
+        f.open("r+b").truncate(0)
+    with pytest.raises(IndexError_, match="citerag reset --index"):
+        SqliteIndex(path, dim=DIM, model_id="t").query_sparse(SparseVector(indices=[1], values=[1.0]), 5)
 
 
 def test_a_chunks_text_is_kept_once_in_its_parent(path):

@@ -162,11 +162,31 @@ def _stem(key: str) -> str:
     return hashlib.sha1(key.encode("utf-8")).hexdigest()[:16]
 
 
-def _append(path: Path, data: bytes, offset: int) -> None:
-    """Write at `offset` (what the manifest covers), dropping anything a crashed writer left past it."""
+def _append(path: Path, data: bytes, offset: int, durable: bool = False) -> None:
+    """Write at `offset` (what the manifest covers), dropping anything a crashed writer left past it; `durable`:
+    on disk before the manifest that covers it is published."""
     with open(path, "ab") as fh:
         fh.truncate(offset)
         fh.write(data)
+        if durable:
+            fh.flush()
+            os.fsync(fh.fileno())
+
+
+def _write_durably(path: Path, data: bytes) -> None:
+    with open(path, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _fsync_dir(path: Path) -> None:
+    """Make the names created in (or removed from) a folder survive a power loss."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _map(path: Path, dtype, count: int, shape: tuple[int, ...] | None = None) -> np.ndarray:
@@ -202,8 +222,9 @@ def _read_rows(snap: Snapshot, buf: np.ndarray, start: int) -> None:
 
 def _atomic_json(path: Path, obj: Any) -> None:
     tmp = path.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(obj), encoding="utf-8")
+    _write_durably(tmp, json.dumps(obj).encode("utf-8"))
     os.replace(tmp, path)
+    _fsync_dir(path.parent)  # before the files the previous manifest named are unlinked
 
 
 # --- postings --------------------------------------------------------------------------------------------------------
@@ -241,8 +262,11 @@ class Postings:
         return {k: stem.with_suffix(f".{k}") for k in ("terms", "starts", "rows", "vals")}
 
     def save(self, root: Path) -> None:
+        """Write the segment to disk before a manifest names it: it may be the sparse vectors' only copy once the
+        segments it replaces are unlinked."""
         for name, path in self.files(root).items():
-            getattr(self, name).tofile(path)
+            _write_durably(path, getattr(self, name).tobytes())
+        _fsync_dir(root)
 
     @classmethod
     def load_files(cls, root: Path, start: int, stop: int) -> Postings:
@@ -576,7 +600,16 @@ class IndexStore:
         # A torn append shows as a wrong last sequence number.
         if n and int(np.fromfile(root / "seq.i64", np.int64, count=1, offset=(n - 1) * 8)[0]) != m["max_seq"]:
             return False
-        return all((root / f"p{a}-{b}.rows").exists() for a, b, _, _ in m["segments"])
+        # A file shorter than the manifest says (a write lost in a power cut): tombstones or postings would be lost.
+        if (root / "dead.i64").stat().st_size < m["n_dead"] * 8:
+            return False
+        for a, b, n_terms, n_post in m["segments"]:
+            stem = root / f"p{a}-{b}"
+            for ext, size in (("terms", n_terms * 4), ("starts", (n_terms + 1) * 8), ("rows", n_post * 4),
+                              ("vals", n_post * 4)):
+                if stem.with_suffix(f".{ext}").stat().st_size < size:
+                    return False
+        return True
 
     def lost(self, why: str) -> IndexError_:
         p = self.index_path
@@ -619,6 +652,8 @@ class IndexStore:
     def _snapshot(self, namespace: str, m: dict[str, Any], previous: Snapshot | None) -> Snapshot:
         root = self.epoch_dir(namespace, m["epoch"])
         dead = np.fromfile(root / "dead.i64", np.int64, count=m["n_dead"]) if m["n_dead"] else np.zeros(0, np.int64)
+        if len(dead) != m["n_dead"]:  # (fromfile returns what there is: deleted rows would come back)
+            raise self.lost(f"{root / 'dead.i64'} holds {len(dead)} of its {m['n_dead']} deleted rows")
         if previous is not None and previous.epoch == m["epoch"] and previous.n <= m["n_rows"]:
             # Extend the previous tombstones: a commit costs its own rows, not the index's size.
             live = np.ones(m["n_rows"], dtype=bool)
@@ -696,6 +731,7 @@ class IndexStore:
                     fh.write(data)
                     fh.flush()
                     os.fsync(fh.fileno())
+            _fsync_dir(root)  # the staged segment's new files
             delta.staged = True
 
     def _staged(self, root: Path, n0: int, seqs: Sequence[int], dim: int, vectors: str) -> None:
@@ -795,6 +831,12 @@ class IndexStore:
             seg.save(root)
             m["segments"] = [[seg.start, seg.stop, len(seg.terms), len(seg.rows)]]
         (root / "dead.i64").touch()
+        # The new epoch's files before the manifest naming it: the epoch before the previous one is removed below.
+        for f in root.iterdir():
+            if f.is_file():
+                with open(f, "rb+") as fh:
+                    os.fsync(fh.fileno())
+        _fsync_dir(root)
         self._publish(namespace, m)
         # The previous epoch stays one rebuild longer: a reader that mapped it may still load a column from it.
         for stale in ns_dir.glob("e*"):
@@ -821,7 +863,7 @@ class IndexStore:
             seqs = _map(root / "seq.i64", np.int64, n0)
             pos = np.minimum(np.searchsorted(seqs, dead), max(n0 - 1, 0))
             rows = pos[seqs[pos] == dead] if n0 else np.zeros(0, np.int64)
-            _append(root / "dead.i64", rows.astype(np.int64).tobytes(), m["n_dead"] * 8)
+            _append(root / "dead.i64", rows.astype(np.int64).tobytes(), m["n_dead"] * 8, durable=True)
             m["n_dead"] += len(rows)
         if k and d.staged:
             self._staged(root, n0, d.seqs, dim, m["vectors"])
