@@ -510,6 +510,44 @@ def test_a_truncated_postings_segment_is_refused_with_the_rebuild_command(path):
         SqliteIndex(path, dim=DIM, model_id="t").query_sparse(SparseVector(indices=[1], values=[1.0]), 5)
 
 
+def test_a_damaged_page_is_reported_with_the_rebuild_command(path):
+    idx = SqliteIndex(path, dim=DIM, model_id="t")
+    r = rec("a#0", "a", 1, parent_id="a#p")
+    r.metadata["text"] = "hello world"
+    idx.replace_document(info("a"), [r], {"a#p": "hello world and more"})
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE parents SET text = X'789c0102030405'")
+    conn.commit()
+    conn.close()
+    with pytest.raises(IndexError_, match=r"damaged.*citerag reset --index"):
+        idx.fetch(["a#0"])
+    with pytest.raises(IndexError_, match=r"damaged.*citerag reset --index"):
+        idx.get_parent("a#p")
+
+
+def test_a_vector_file_cut_short_under_a_running_process_is_reported_not_a_traceback(path):
+    """The in-memory copy (from a namespace's second search) reads the vector file: cut short since the process
+    mapped it, the search says the index is damaged and how to rebuild it."""
+    idx = SqliteIndex(path, dim=DIM, model_id="t", resident="auto")
+    idx.replace_document(info("a"), [rec(f"a#{j}", "a", j) for j in range(4)], {})
+    assert idx.query_dense(vec(1), 1)[0].id == "a#1"  # mapped, not copied yet
+    (ns_dir,) = Path(str(path) + "-snapshot").glob("ns-*")
+    for f in ns_dir.glob("e*/dense.f32"):
+        f.open("r+b").truncate(DIM * 4)
+    with pytest.raises(IndexError_, match=r"missing or damaged.*citerag reset --index"):
+        idx.query_dense(vec(1), 1)
+
+
+def test_a_metadata_column_cut_short_is_reported_not_a_traceback(path):
+    idx = SqliteIndex(path, dim=DIM, model_id="t")
+    idx.replace_document(info("a"), [rec("a#0", "a", 1, tenant="x"), rec("a#1", "a", 2, tenant="y")], {})
+    (ns_dir,) = Path(str(path) + "-snapshot").glob("ns-*")
+    for f in ns_dir.glob("e*/m*.codes"):
+        f.open("r+b").truncate(0)
+    with pytest.raises(IndexError_, match=r"missing or damaged.*citerag reset --index"):
+        SqliteIndex(path, dim=DIM, model_id="t").query_dense(vec(1), 1, {"tenant": "x"})
+
+
 def test_a_chunks_text_is_kept_once_in_its_parent(path):
     """A chunk whose text is a slice of its page is stored as offsets into the page; every reader still sees the
     text, and a filter on it still matches. A text that is no slice of its page is kept as it is."""

@@ -70,7 +70,13 @@ def compress_text(text: str) -> bytes:
 
 
 def decompress_text(blob: bytes | str) -> str:
-    return blob if isinstance(blob, str) else zlib.decompress(blob).decode("utf-8")
+    if isinstance(blob, str):
+        return blob
+    try:
+        return zlib.decompress(blob).decode("utf-8")
+    except (zlib.error, UnicodeDecodeError) as exc:
+        raise IndexError_(f"a page of text kept in the index is damaged ({exc}); build the index again: citerag reset "
+                          "--index INDEX, then citerag ingest PATH --index INDEX") from None
 
 
 def assemble_metadata(own: str, shared: str, parent_id: str | None, page: bytes | None,
@@ -401,6 +407,12 @@ class Snapshot:
             return None
         if not info["indexed"]:
             return _ScanColumn(self, key)
+        try:
+            return self._map_column(key, info)
+        except ValueError as exc:  # a file shorter than the manifest says
+            raise self.store.lost(f"the column of {key!r} in {self.root}: {exc}") from None
+
+    def _map_column(self, key: str, info: dict[str, Any]) -> filters.Column:
         stem = self.root / f"m{info['stem']}"
         kv = self.store.key_values(self.namespace, self.epoch, key)
         kv.extend_from(stem.with_suffix(".values"), info["values"])
@@ -556,7 +568,10 @@ class IndexStore:
                 grown[:filled] = buf[:filled]
                 buf = grown
             if filled < snap.n:
-                _read_rows(snap, buf, filled)
+                try:
+                    _read_rows(snap, buf, filled)
+                except OSError as exc:
+                    raise self.lost(f"{exc.strerror or exc}") from None
             filled = max(filled, snap.n)
             self._resident[snap.namespace] = (snap.epoch, buf, filled)
             return buf[: snap.n]
@@ -662,7 +677,10 @@ class IndexStore:
         else:
             live = np.ones(m["n_rows"], dtype=bool)
             live[dead] = False
-        return Snapshot(self, namespace, m, live)
+        try:
+            return Snapshot(self, namespace, m, live)
+        except ValueError as exc:  # numpy: "mmap length is greater than file size"
+            raise self.lost(f"a file in {root} is shorter than its manifest says: {exc}") from None
 
     # --- writing (always under `locked`) ---------------------------------------------------------------------------
 
