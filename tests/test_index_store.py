@@ -588,6 +588,27 @@ def _fixture3(tmp_path: Path) -> Path:
     return path
 
 
+def test_two_processes_upgrading_a_schema_3_index_at_once_both_open_it(tmp_path, monkeypatch):
+    """The second to take the write lock finds the index upgraded by the first and uses it as it is."""
+    path = _fixture3(tmp_path)
+    upgrade = SqliteIndex._migrate_v4
+    raced: list[list[str]] = []
+
+    def racing(self):
+        if not raced:  # the other process upgrades between this one's version check and its write transaction
+            raced.append([])
+            other = SqliteIndex(path, dim=DIM, model_id="t")
+            raced[0] = [m.id for m in other.query_dense(vec(11), 3)]
+            other.close()
+        return upgrade(self)
+
+    monkeypatch.setattr(SqliteIndex, "_migrate_v4", racing)
+    idx = SqliteIndex(path, dim=DIM, model_id="t")
+    assert raced == [["d1#0", "d3#0", "d3#1"]]
+    assert [m.id for m in idx.query_dense(vec(11), 3)] == ["d1#0", "d3#0", "d3#1"]
+    assert {m.id for m in idx.query_dense(vec(1), 10, namespace="other")} == {"d5#0", "d5#1"}
+
+
 def test_an_index_of_schema_3_is_upgraded_in_place_and_answers_as_before(tmp_path):
     """An index written by the previous release (each sparse vector in SQLite and in the postings, pages as plain
     text) opens, answers exactly what that release answered on it (recorded when the fixture was written), and gives

@@ -243,6 +243,9 @@ class SqliteIndex:
         self._source.legacy = True
         try:
             with self._lock, self._tx():
+                version = self._conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+                if version is not None and int(version[0]) >= SCHEMA_VERSION:
+                    return  # another process upgraded it since this one read the version
                 namespaces = [r[0] for r in self._conn.execute("SELECT DISTINCT namespace FROM records")]
                 for ns in namespaces:
                     with self._store.locked(ns):
