@@ -548,6 +548,23 @@ def test_a_metadata_column_cut_short_is_reported_not_a_traceback(path):
         SqliteIndex(path, dim=DIM, model_id="t").query_dense(vec(1), 1, {"tenant": "x"})
 
 
+def test_a_namespace_emptied_by_deletions_is_not_rebuilt_on_every_open(path):
+    idx = SqliteIndex(path, dim=DIM, model_id="t")
+    idx.replace_document(info("big"), [rec(f"big#{j}", "big", j) for j in range(1100)], {})
+    idx.delete_document("big")  # most rows dead: compacted to none
+    idx.close()
+    epochs = []
+    for _ in range(3):
+        again = SqliteIndex(path, dim=DIM, model_id="t")
+        assert again.query_dense(vec(1), 3) == []
+        again.close()
+        epochs.append(_manifest(path)["epoch"])
+    assert len(set(epochs)) == 1
+    idx = SqliteIndex(path, dim=DIM, model_id="t")
+    idx.replace_document(info("a"), [rec("a#0", "a", 1)], {})
+    assert [m.id for m in SqliteIndex(path, dim=DIM, model_id="t").query_dense(vec(1), 3)] == ["a#0"]
+
+
 def test_a_chunks_text_is_kept_once_in_its_parent(path):
     """A chunk whose text is a slice of its page is stored as offsets into the page; every reader still sees the
     text, and a filter on it still matches. A text that is no slice of its page is kept as it is."""

@@ -737,8 +737,10 @@ class IndexStore:
             n0 = m["n_rows"]
             dtype, name = VECTOR_TYPES[m["vectors"]]
             dense = np.stack([np.asarray(v, dtype=np.float32).reshape(dim) for v in delta.dense]).astype(dtype)
+            named = {f"p{a}-{b}" for a, b, _, _ in m["segments"]}  # (an empty one at n0 included)
             for stale in root.glob(f"p{n0}-*.*"):  # a segment staged by a commit that never happened
-                stale.unlink(missing_ok=True)
+                if stale.stem not in named:
+                    stale.unlink(missing_ok=True)
             seg = _segment(n0, delta)
             writes = [(root / name, dense.tobytes(), n0 * dense.itemsize * dim),
                       (root / "seq.i64", np.asarray(delta.seqs, np.int64).tobytes(), n0 * 8)]
@@ -839,7 +841,7 @@ class IndexStore:
                 d.dense, d.staged = list(vectors[pos]), False
             all_seqs.extend(d.seqs)
             m = self._apply(namespace, m, d, gen, write_manifest=False, postings=sparse is None)
-        if sparse is not None:  # the sparse vectors of the rows kept, from the previous postings
+        if sparse is not None and all_seqs:  # the sparse vectors of the rows kept, from the previous postings
             old_seqs, p = sparse
             new_seqs = np.asarray(all_seqs, np.int64)
             seq = old_seqs[p.rows] if len(p.rows) else np.zeros(0, np.int64)
@@ -848,7 +850,9 @@ class IndexStore:
             seg = Postings.build(0, len(new_seqs), p.expanded_terms()[keep], pos[keep], p.vals[keep])
             seg.save(root)
             m["segments"] = [[seg.start, seg.stop, len(seg.terms), len(seg.rows)]]
-        (root / "dead.i64").touch()
+        # A namespace with no row left has files all the same: without them every open would rebuild it again.
+        for f in (VECTOR_TYPES[m["vectors"]][1], "seq.i64", "ids.bin", "ids.end", "dead.i64"):
+            (root / f).touch()
         # The new epoch's files before the manifest naming it: the epoch before the previous one is removed below.
         for f in root.iterdir():
             if f.is_file():
