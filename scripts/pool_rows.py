@@ -8,6 +8,7 @@ ranking's order, each labelled by whether citing it alone would make the answer 
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import sys
@@ -129,6 +130,16 @@ def rows_of(family: Path, cache: Path, *, ranking: str = "default", order: Order
     cache.mkdir(parents=True, exist_ok=True)
     cached.write_text(json.dumps(rows, ensure_ascii=False), encoding="utf-8")
     return rows
+
+
+def pool_arguments(description: str, rows: str) -> argparse.ArgumentParser:
+    """The arguments every training script over the pool takes; `rows` names its row cache under the temp dir."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("pool", type=Path, nargs="+", help="a pool folder (each subfolder a family) or family folders")
+    ap.add_argument("--out", type=Path, help="where to write the model (default: print only)")
+    ap.add_argument("--rows", type=Path, default=Path(tempfile.gettempdir()) / rows)
+    ap.add_argument("--report", type=Path, help="write the held-out figures as JSON here")
+    return ap
 
 
 def ratio(k: int, n: int) -> dict:

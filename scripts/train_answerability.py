@@ -19,14 +19,13 @@ give the same weights bit for bit (Newton's method, fixed order, no randomness).
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import tempfile
 from pathlib import Path
 
 import numpy as np
-from pool_rows import TEST_FAMILIES, AlwaysAnswers, families_of, key, rows_of
+from pool_rows import TEST_FAMILIES, AlwaysAnswers, families_of, key, pool_arguments, rows_of
 from train_ranker import L2 as RANKER_L2
 from train_ranker import groups, model_key
 
@@ -239,11 +238,7 @@ def figures(rows: list[dict], decided: np.ndarray) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("pool", type=Path, nargs="+", help="a pool folder (each subfolder a family) or family folders")
-    ap.add_argument("--out", type=Path, help="where to write the model (default: print only)")
-    ap.add_argument("--rows", type=Path, default=Path(tempfile.gettempdir()) / "citerag-answerability-rows")
-    ap.add_argument("--report", type=Path, help="write the held-out figures as JSON here")
+    ap = pool_arguments(__doc__.split("\n\n")[0], "citerag-answerability-rows")
     ap.add_argument("--ablate", action="append", default=[], metavar="FEATURE",
                     help="also report the held-out figures without this feature (repeatable; 'each' for all)")
     ap.add_argument("--ranking", choices=("default", "hand", "held-out"), default="default",

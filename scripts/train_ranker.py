@@ -17,14 +17,11 @@ committed model is fit on every family. Deterministic: the same rows give the sa
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
-import tempfile
-from pathlib import Path
 
 import numpy as np
-from pool_rows import TEST_FAMILIES, candidate, families_of, ratio, rows_of
+from pool_rows import TEST_FAMILIES, candidate, families_of, pool_arguments, ratio, rows_of
 
 from citerag.answerer.sentence_model import SentenceModel, features, model_from
 
@@ -76,11 +73,7 @@ def figures(rows: list[dict], learned: list[dict], held: dict[str, SentenceModel
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("pool", type=Path, nargs="+", help="a pool folder (each subfolder a family) or family folders")
-    ap.add_argument("--out", type=Path, help="where to write the model (default: print only)")
-    ap.add_argument("--rows", type=Path, default=Path(tempfile.gettempdir()) / "citerag-ranker-rows")
-    ap.add_argument("--report", type=Path, help="write the held-out figures as JSON here")
+    ap = pool_arguments(__doc__.split("\n\n")[0], "citerag-ranker-rows")
     ap.add_argument("--offline", action="store_true",
                     help="only the first candidate's figures on the cached rows; do not ask again with the order")
     args = ap.parse_args()
