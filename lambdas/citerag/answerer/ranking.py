@@ -72,8 +72,7 @@ def answer_score(lexical: float, similarity: float | None, rank: int, factor: fl
 
 
 def _as_named(number: str) -> re.Pattern[str]:
-    """The question's number as a passage names it: not inside a version or a decimal ("Debian 12" is not in
-    "gentoo-0.9.12", "Rust 1.0" not in "1.05")."""
+    """The question's number as a passage names it: not inside a version or decimal ("Rust 1.0" not in "1.05")."""
     return rx("as_named_decimal" if "." in number else "as_named", number=re.escape(number))
 
 
@@ -101,7 +100,6 @@ def does_what_asked(query: Query, code: bool = True) -> Callable[[str], bool] | 
     (`code`) shows code. None for other questions and for verbs that say nothing ("get", "use", "know")."""
     def code_shown(text: str) -> bool:
         return code and (shows_code(text) or bool(rx("named_code").search(text)))
-
     if not kinds.on("how_to"):
         return None
     if asked_ja := kinds.rx("how_to_ja").search(query.text):
@@ -126,7 +124,6 @@ def _not_actions() -> frozenset[str]:
 @dataclass(frozen=True)
 class _Asked:
     """The question, read once: its content terms with their weights, and what tells a sentence that answers it."""
-
     query: Query
     weight: dict[int, float]
     total: float
@@ -146,8 +143,7 @@ def _weights(query: Query, terms: set[int], stats: CorpusStats | None) -> dict[i
     operators = operator_terms(query.text)
     words = sorted(w for t, w in weight.items() if t not in operators)
     if words:
-        # The index counts no operator, so its IDF would be the highest there is: weigh it as the question's rarest
-        # word instead (at a typical word's weight, the median, the dev question on "+=" loses its answer again).
+        # Unindexed, an operator's IDF would be the highest; at the median word's, the dev question on "+=" fails.
         for t in operators & weight.keys():
             weight[t] = words[-1]
     return weight
@@ -168,8 +164,8 @@ def _read(query: Query, terms: set[int], stats: CorpusStats | None) -> _Asked:
 
 
 def _off_topic(asked: _Asked, p: Passage, path: str) -> float:
-    """missing_number_factor for a passage that lacks a number the question names ("in 1953"), its headings
-    included; a day in Japanese form is looked for in Japanese text only (English writes "January 9")."""
+    """missing_number_factor for a passage that lacks a number the question names ("in 1953"); a day in Japanese
+    form is looked for in Japanese text only (English writes "January 9")."""
     if not asked.numbers and not asked.days:
         return 1.0
     place = normalize(f"{p.title} {path} {p.text}").replace(",", "")
@@ -187,8 +183,8 @@ def _units(spans: list[str], heading: list[bool], owns: list[bool], lang: str) -
         if pos + 1 < len(spans) and len(text) + len(spans[pos + 1]) <= 500 \
                 and not text.endswith(("?", "？")) and complete and not heading[pos + 1] and not owns[pos] \
                 and not (is_row(text) and is_row(spans[pos + 1])):
-            # The fact often follows the sentence that matches the question: a pair is a unit too. Not a heading
-            # with the paragraph under it, a sentence with the next heading, nor two rows of a table.
+            # The fact often follows the sentence that matches the question. Not a heading with the paragraph under
+            # it, a sentence with the next heading, nor two rows of a table.
             joiner = "" if lang == "ja" and is_cjk(text[-1]) else " "
             units.append((pos, pos + 1, text + joiner + spans[pos + 1]))
     return units
@@ -227,10 +223,9 @@ def _score_passage(asked: _Asked, rank: int, p: Passage, foreign: bool) -> list[
     off_topic = _off_topic(asked, p, path)
     # A sentence is about what its section's heading says: the heading's terms count as the sentence's.
     headed = terms_of(path, False) & q
-    # Without headings, the title's terms rank the sentences but are no evidence for the gate (else every sentence
-    # of an article the question names would hold its terms, a near miss's too).
+    # Without headings, the title's terms rank sentences but lend no evidence: a near miss's sentences hold them too.
     titled = set() if path else terms_of(p.title, False) & q
-    # Per statement, once: a unit (a statement or a pair) is led on or code when one of its statements is.
+    # A unit (a statement or a pair) leads on or is code when one of its statements does.
     leads_on = [bool(rx("navigation").search(t)) for t in spans]
     code = [is_code_line(t) for t in spans]
     # The section's own heading, at the top of its text, is a heading whatever it looks like.
@@ -257,8 +252,8 @@ def _score_passage(asked: _Asked, rank: int, p: Passage, foreign: bool) -> list[
         if not ends_statement(text) and not (first == last and is_row(text)) \
                 and not (says is not None and text.endswith((":", "：")) and says(text)
                          and not rx("points_elsewhere").search(text)):
-            # Headings and fragments read badly as answers. Not a table's row, nor a sentence that says the asked
-            # action and leads into the code doing it (unless it sends the reader elsewhere).
+            # Fragments read badly as answers; not a table's row, nor a sentence that says the asked action and leads
+            # into the code doing it (unless it sends the reader elsewhere).
             factor *= N("fragment_factor")
         if heading[first] or (first == 0 and mid_sentence and text[:1].islower()):
             factor *= N("heading_factor")
