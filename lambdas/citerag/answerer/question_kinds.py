@@ -122,7 +122,7 @@ def kind_evidence(query: Query) -> Callable[[str], bool] | None:
         kind = tail.group(0) if (tail := rx("kind_tail").search(which.group(1))) else ""
         if len(kind) < 2:  # a one-character kind (どの国) is in too many words
             return None
-        rule = "kind_named_ja" if "\u4e00" <= kind[0] <= "\u9fff" else "kind_named_ja_katakana"
+        rule = "kind_named_ja" if rx("kind_kanji").match(kind) else "kind_named_ja_katakana"
         named = rx(rule, kind=re.escape(kind))
     else:
         named = rx("kind_named_en", kind=re.escape(which.group(2)))

@@ -100,6 +100,7 @@ def does_what_asked(query: Query, code: bool = True) -> Callable[[str], bool] | 
     (`code`) shows code. None for other questions and for verbs that say nothing ("get", "use", "know")."""
     def code_shown(text: str) -> bool:
         return code and (shows_code(text) or bool(rx("named_code").search(text)))
+
     if not kinds.on("how_to"):
         return None
     if asked_ja := kinds.rx("how_to_ja").search(query.text):
@@ -164,8 +165,8 @@ def _read(query: Query, terms: set[int], stats: CorpusStats | None) -> _Asked:
 
 
 def _off_topic(asked: _Asked, p: Passage, path: str) -> float:
-    """missing_number_factor for a passage that lacks a number the question names ("in 1953"); a day in Japanese
-    form is looked for in Japanese text only (English writes "January 9")."""
+    """missing_number_factor for a passage that lacks a number the question names ("in 1953"), its headings
+    included; a day in Japanese form is looked for in Japanese text only (English writes "January 9")."""
     if not asked.numbers and not asked.days:
         return 1.0
     place = normalize(f"{p.title} {path} {p.text}").replace(",", "")
@@ -183,8 +184,8 @@ def _units(spans: list[str], heading: list[bool], owns: list[bool], lang: str) -
         if pos + 1 < len(spans) and len(text) + len(spans[pos + 1]) <= 500 \
                 and not text.endswith(("?", "？")) and complete and not heading[pos + 1] and not owns[pos] \
                 and not (is_row(text) and is_row(spans[pos + 1])):
-            # The fact often follows the sentence that matches the question. Not a heading with the paragraph under
-            # it, a sentence with the next heading, nor two rows of a table.
+            # The fact often follows the sentence that matches the question: a pair is a unit too. Not a heading
+            # with the paragraph under it, a sentence with the next heading, nor two rows of a table.
             joiner = "" if lang == "ja" and is_cjk(text[-1]) else " "
             units.append((pos, pos + 1, text + joiner + spans[pos + 1]))
     return units
@@ -225,7 +226,7 @@ def _score_passage(asked: _Asked, rank: int, p: Passage, foreign: bool) -> list[
     headed = terms_of(path, False) & q
     # Without headings, the title's terms rank sentences but lend no evidence: a near miss's sentences hold them too.
     titled = set() if path else terms_of(p.title, False) & q
-    # A unit (a statement or a pair) leads on or is code when one of its statements does.
+    # Per statement, once: a unit (a statement or a pair) is led on or code when one of its statements is.
     leads_on = [bool(rx("navigation").search(t)) for t in spans]
     code = [is_code_line(t) for t in spans]
     # The section's own heading, at the top of its text, is a heading whatever it looks like.
@@ -252,8 +253,8 @@ def _score_passage(asked: _Asked, rank: int, p: Passage, foreign: bool) -> list[
         if not ends_statement(text) and not (first == last and is_row(text)) \
                 and not (says is not None and text.endswith((":", "：")) and says(text)
                          and not rx("points_elsewhere").search(text)):
-            # Fragments read badly as answers; not a table's row, nor a sentence that says the asked action and leads
-            # into the code doing it (unless it sends the reader elsewhere).
+            # Headings and fragments read badly as answers. Not a table's row, nor a sentence that says the asked
+            # action and leads into the code doing it (unless it sends the reader elsewhere).
             factor *= N("fragment_factor")
         if heading[first] or (first == 0 and mid_sentence and text[:1].islower()):
             factor *= N("heading_factor")

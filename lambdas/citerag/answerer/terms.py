@@ -91,9 +91,8 @@ def noun_forms(stem: str) -> list[str]:
 
 
 def unknown_words(query: Query, stats: CorpusStats | None) -> list[str]:
-    """The question's words no indexed passage contains in any form (a verb is known by its noun): Latin-script
-    words that carry meaning, and katakana words with a bigram no passage has (kanji and kana bigrams cross word
-    boundaries, so their absence says little)."""
+    """The question's words no indexed passage holds in any form (a verb is known by its noun): Latin-script words
+    that carry meaning, and katakana words with a bigram no passage has (other bigrams cross word boundaries)."""
     if stats is None or not stats.n_docs:
         return []
     out = [t for t in dict.fromkeys(query.tokens)
