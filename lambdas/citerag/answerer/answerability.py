@@ -1,7 +1,5 @@
-"""The answerability model: a logistic regression over `extractive._features`, the probability that the best
-sentence holds the fact; beside it, a second one over the same features, the probability that the documents are on
-the question's subject at all, which decides whether a refusal lists places to look. Weights: `answerability.json`,
-from `scripts/train_answerability.py` (docs/answers.md)."""
+"""The answerability model over `extractive._features`: whether the best sentence holds the fact, and whether a
+refusal lists places to look (docs/answers.md "When it refuses"; trained by scripts/train_answerability.py)."""
 
 from __future__ import annotations
 
@@ -20,7 +18,6 @@ WEIGHTS = Path(__file__).with_name("answerability.json")
 class LogisticGate:
     """P(the best sentence answers) = sigmoid(w . standardised features + b); answered when it reaches the
     threshold of the question's language."""
-
     names: tuple[str, ...]
     mean: tuple[float, ...]
     scale: tuple[float, ...]

@@ -47,7 +47,7 @@ def answer_language(question: str) -> str:
 
 
 def _widened(candidates: list[Candidate]) -> Candidate:
-    """The best candidate, or its pair with a neighbour scoring within EXTEND_RATIO of it: the sentence that matches
+    """The best candidate, or its pair with a neighbour within EXTEND_RATIO of its score: the sentence that matches
     the question often restates it, and the neighbour names what it asks for."""
     best = candidates[0]
     if best.pos != best.last or best.bonus > 0:
@@ -75,11 +75,9 @@ def _named_subject(query: Query, usable: list[Passage], candidates: list[Candida
 
 def _opens_with(text: str, name: str) -> bool:
     """Whether the sentence opens with the name, in its full form (middle names) too."""
-    if text.startswith(name):
-        return True
     parts = [p for p in rx("name_parts").split(name) if p]
-    return len(parts) >= 2 and rx("full_name", first=re.escape(parts[0]), last=re.escape(parts[-1])).match(text) \
-        is not None
+    return text.startswith(name) or (len(parts) >= 2 and bool(
+        rx("full_name", first=re.escape(parts[0]), last=re.escape(parts[-1])).match(text)))
 
 
 def _names_command(line: str, title: str) -> bool:
@@ -95,15 +93,12 @@ def _antecedent(best: Candidate, candidates: list[Candidate], title: str) -> Can
     code); the command itself when the best says what "this command" does."""
     if best.pos == 0:
         return None
-    before = [c for c in candidates if c.rank == best.rank and c.last == best.pos - 1]
+    before = [c for c in candidates if c.rank == best.rank and c.pos == c.last == best.pos - 1]
     if rx("points_at_code").match(best.text):
-        command = next((c for c in before if c.pos == c.last
-                        and (shows_code(c.text) or _names_command(c.text, title))), None)
+        command = next((c for c in before if shows_code(c.text) or _names_command(c.text, title)), None)
         if command is not None:
             return command
-    if not rx("refers_back").match(best.text):
-        return None
-    return next((c for c in before if c.pos == c.last and c.factor >= best.factor), None)
+    return next((c for c in before if c.factor >= best.factor), None) if rx("refers_back").match(best.text) else None
 
 
 def _close_runners_up(candidates: list[Candidate], wanted: Callable[[Candidate], bool]) -> list[Candidate]:
@@ -125,21 +120,17 @@ def _of_the_asked_kind(query: Query, candidates: list[Candidate]) -> list[Candid
 def _with_runners_up(best: Candidate, candidates: list[Candidate], about: list[bool],
                      max_sentences: int) -> list[Candidate]:
     """The best candidate and those that score close to it, from passages about what the question names."""
-    picked = [best]
-    # Close to the best sentence, not to the lower-scored pair `_widened` may show instead.
-    top = candidates[0]
+    picked, top = [best], candidates[0]  # close to the best sentence, not to the pair `_widened` may show instead
     for c in candidates[1:]:
         if len(picked) >= max_sentences:
             break
-        if c.score < RUNNER_UP_RATIO * top.score:
-            continue  # a learned order need not be by score
-        if c.evidence < RUNNER_UP_RATIO * max(top.evidence, best.evidence):
-            continue  # close to the best only by the title's terms
-        if not about[c.rank]:
-            continue  # not about what the question names: find's "-iname" is not sort's, however close
-        if not any((c.rank == o.rank and c.pos <= o.last and o.pos <= c.last) or _repeats(c.text, o.text)
-                   for o in picked):
-            # Not overlapping the answer, nor repeating a sentence another document words the same (two licences).
+        # Close by score (a learned order need not be by score) and by evidence, not by the title's terms alone; from a
+        # passage about what the question names (find's "-iname" is not sort's, however close).
+        if c.score < RUNNER_UP_RATIO * top.score or c.evidence < RUNNER_UP_RATIO * max(top.evidence, best.evidence) \
+                or not about[c.rank]:
+            continue
+        # Not overlapping the answer, nor repeating a sentence another document words the same (two licences).
+        if not any(_overlaps(c, o) or _repeats(c.text, o.text) for o in picked):
             picked.append(c)
     return picked
 
@@ -167,7 +158,6 @@ class Gate(Protocol):  # whether the answer the ranking found is given: (answere
 @dataclass(frozen=True)
 class RuleGate:
     """The hand-set thresholds (`CITERAG_ANSWER_MIN_SCORE`, docs/answers.md "When it refuses")."""
-
     min_score: Threshold = 0.0
     unknown_word_min_score: Threshold | None = None
 
@@ -178,10 +168,9 @@ class RuleGate:
         # Asked for code, a katakana word is a technical term, whose absence weighs as a Latin identifier's does.
         kana = latin if features["asks_code"] else UNKNOWN_KANA_WORD_MIN_SCORE
         unknown = max(latin if features["unknown_latin"] else 0.0, kana if features["unknown_kana"] else 0.0)
-        evidence = features["evidence"]
-        answered = bool(features["kind_found"] and evidence >= floor and evidence >= unknown and features["about"]
-                        and features["says_asked"])
-        return answered, None, None
+        answered = features["kind_found"] and features["evidence"] >= max(floor, unknown) and features["about"] \
+            and features["says_asked"]
+        return bool(answered), None, None
 
 
 def _missing(query: Query, stats: CorpusStats | None, texts: list[str]) -> tuple[float, float]:
@@ -206,8 +195,7 @@ def _features(query: Query, stats: CorpusStats | None, candidates: list[Candidat
     sentence_cover, sentence_lacks = _missing(query, stats, [top.text, passage.section or "", passage.title])
     passage_cover, passage_lacks = _missing(query, stats, [passage.text, passage.section or "", passage.title])
     unknown = unknown_words(query, stats)
-    runner = next((c.score for c in candidates[1:] if c.rank != top.rank or c.pos > top.last or c.last < top.pos),
-                  0.0)
+    runner = next((c.score for c in candidates[1:] if not _overlaps(c, top)), 0.0)
     ja = 1.0 if query.lang == "ja" else 0.0
     return {
         "evidence": matched, "score": top.score, "cosine": top.similarity, "lexical": top.lexical,
@@ -248,14 +236,13 @@ def decide(question: str | Query, passages: list[Passage], stats: CorpusStats | 
     kind_found = bool(narrowed)
     candidates = narrowed or candidates
     best = _widened(candidates)
-    # The documents a question names, among those it is answered from (a passage in another language lends no
-    # title when sources in the question's own exist).
+    # Per passage, once: whether it holds what the question names (a passage in another language lends no title when
+    # sources in the question's own exist) and quotes.
     named = _named_words(query, [p for p in usable if p.lang == query.lang] or usable, stats)
     quoted = _quoted(query)
-    # Per passage, once: whether it holds what the question names and quotes.
     about = [_mentions(p, named, query) and _quotes(p, quoted, query.lang) for p in usable]
     picked = _with_runners_up(best, candidates, about, max_sentences)
-    chosen = {(c.rank, c.pos): "runner-up within 80% of the best score" for c in picked[1:]}
+    chosen = {(c.rank, c.pos): f"runner-up within {RUNNER_UP_RATIO:.0%} of the best score" for c in picked[1:]}
     first = "best score" if order is None else "first in the learned order"
     chosen[(best.rank, best.pos)] = first if best is candidates[0] else "pair with a neighbour"
     lead = _named_subject(query, usable, candidates, picked) if max_sentences > 1 else None
@@ -276,8 +263,7 @@ def decide(question: str | Query, passages: list[Passage], stats: CorpusStats | 
         places = estimate is None or estimate.shows_places(query.lang, features)
         return [], decision.model_copy(update={"reason": Reason.NOT_ANSWERABLE, "detail": why, "places": places})
     antecedent = _antecedent(best, candidates, usable[best.rank].title) if best in picked else None
-    if antecedent is not None and not any(o.rank == antecedent.rank and o.pos <= antecedent.pos <= o.last
-                                          for o in picked):
+    if antecedent is not None and not any(_overlaps(antecedent, o) for o in picked):
         # Added after the gate, beyond max_sentences: it makes the best sentence readable and answers nothing.
         picked.append(antecedent)
         chosen[(antecedent.rank, antecedent.pos)] = "the sentence the best one points back to"
@@ -329,6 +315,10 @@ def _quotes(passage: Passage, quoted: list[str], lang: str) -> bool:
     return all(name in text for name in held)
 
 
+def _overlaps(a: Candidate, b: Candidate) -> bool:
+    return a.rank == b.rank and a.pos <= b.last and b.pos <= a.last
+
+
 def _repeats(a: str, b: str) -> bool:
     """Whether either statement holds all of the other, word for word (case counts: "-n" and "-N" are two options);
     Japanese, which spaces no words, character for character."""
@@ -340,7 +330,6 @@ def _repeats(a: str, b: str) -> bool:
 @dataclass
 class Answering:
     """Built once by Components and shared by every offline model and the search-only answerer."""
-
     similarity: Similarity | None = None
     stats: Callable[[], CorpusStats | None] | None = None
     gate: Gate | None = None  # None: every question answered by its best sentences

@@ -36,8 +36,7 @@ def switched_off(*names: str) -> Iterator[None]:
     try:
         yield
     finally:
-        _OFF.clear()
-        _OFF.update(before)
+        _OFF.intersection_update(before)  # the kinds off before, and no other
 
 
 rx = partial(rules.compiled, "question_kinds")
@@ -120,11 +119,10 @@ def kind_evidence(query: Query) -> Callable[[str], bool] | None:
     if not which:
         return None
     if which.group(1):
-        tail = rx("kind_tail").search(which.group(1))
-        kind = tail.group(0) if tail else ""
+        kind = tail.group(0) if (tail := rx("kind_tail").search(which.group(1))) else ""
         if len(kind) < 2:  # a one-character kind (どの国) is in too many words
             return None
-        rule = "kind_named_ja" if "\u4e00" <= kind[0] <= "\u9fff" else "kind_named_ja_katakana"
+        rule = "kind_named_ja" if rx("kind_kanji").match(kind) else "kind_named_ja_katakana"
         named = rx(rule, kind=re.escape(kind))
     else:
         named = rx("kind_named_en", kind=re.escape(which.group(2)))
@@ -134,6 +132,4 @@ def kind_evidence(query: Query) -> Callable[[str], bool] | None:
 
 def reason_evidence(query: Query) -> Callable[[str], bool] | None:
     """What tells a sentence gives a reason, for a question that asks why; None for other questions."""
-    if not asked("wants_reason", "reason", query.text):
-        return None
-    return lambda text: bool(rx("reason").search(text))
+    return (lambda text: bool(rx("reason").search(text))) if asked("wants_reason", "reason", query.text) else None

@@ -72,8 +72,7 @@ def answer_score(lexical: float, similarity: float | None, rank: int, factor: fl
 
 
 def _as_named(number: str) -> re.Pattern[str]:
-    """The question's number as a passage names it: not inside a version or a decimal ("Debian 12" is not in
-    "gentoo-0.9.12", "Rust 1.0" not in "1.05")."""
+    """The question's number as a passage names it: not inside a version or decimal ("Rust 1.0" not in "1.05")."""
     return rx("as_named_decimal" if "." in number else "as_named", number=re.escape(number))
 
 
@@ -126,7 +125,6 @@ def _not_actions() -> frozenset[str]:
 @dataclass(frozen=True)
 class _Asked:
     """The question, read once: its content terms with their weights, and what tells a sentence that answers it."""
-
     query: Query
     weight: dict[int, float]
     total: float
@@ -146,8 +144,7 @@ def _weights(query: Query, terms: set[int], stats: CorpusStats | None) -> dict[i
     operators = operator_terms(query.text)
     words = sorted(w for t, w in weight.items() if t not in operators)
     if words:
-        # The index counts no operator, so its IDF would be the highest there is: weigh it as the question's rarest
-        # word instead (at a typical word's weight, the median, the dev question on "+=" loses its answer again).
+        # Unindexed, an operator's IDF would be the highest; at the median word's, the dev question on "+=" fails.
         for t in operators & weight.keys():
             weight[t] = words[-1]
     return weight
@@ -227,8 +224,7 @@ def _score_passage(asked: _Asked, rank: int, p: Passage, foreign: bool) -> list[
     off_topic = _off_topic(asked, p, path)
     # A sentence is about what its section's heading says: the heading's terms count as the sentence's.
     headed = terms_of(path, False) & q
-    # Without headings, the title's terms rank the sentences but are no evidence for the gate (else every sentence
-    # of an article the question names would hold its terms, a near miss's too).
+    # Without headings, the title's terms rank sentences but lend no evidence: a near miss's sentences hold them too.
     titled = set() if path else terms_of(p.title, False) & q
     # Per statement, once: a unit (a statement or a pair) is led on or code when one of its statements is.
     leads_on = [bool(rx("navigation").search(t)) for t in spans]

@@ -1,8 +1,5 @@
-"""The learned sentence order: a listwise logistic model over what the hand ranking computes for each candidate
-(its score, cosine, lexical share, penalties, kind evidence, passage rank, position), read against the other
-candidates of the same question. It only reorders the candidates; their scores stay the hand ranking's, which the
-gate and the runner-up rules read. Weights are data (`sentence_model.json`), trained by `scripts/train_ranker.py`
-on the development pool with family-held-out evaluation (docs/answers.md)."""
+"""The learned sentence order: a listwise logistic model that only reorders the hand ranking's candidates, their
+scores unchanged (docs/answers.md "The order sentences are weighed in"; trained by scripts/train_ranker.py)."""
 
 from __future__ import annotations
 
@@ -61,7 +58,6 @@ def features(lang: str, candidates: Sequence[Candidate]) -> np.ndarray:
 @dataclass(frozen=True)
 class SentenceModel:
     """Candidates ordered by w . standardised features, best first; ties keep the hand ranking's order."""
-
     names: tuple[str, ...]
     mean: tuple[float, ...]
     scale: tuple[float, ...]
@@ -88,9 +84,8 @@ class SentenceModel:
 
 def fit(groups: Sequence[tuple[np.ndarray, np.ndarray]], *, l2: float = 1.0,
         iterations: int = 50) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Listwise (softmax over each question's candidates, the target spread evenly over those that hold the fact),
-    L2-penalised, by Newton's method from zero: deterministic, so the same rows give the same weights bit for bit.
-    `groups` are (features, labels) per question with at least one positive. Returns (weights, mean, scale)."""
+    """Listwise (softmax over each question's candidates, the target spread over those that hold the fact), L2, by
+    Newton's method from zero: the same (features, labels) per question give the same (weights, mean, scale)."""
     groups = [(x, y) for x, y in groups if len(x) and y.sum() > 0]
     if not groups:
         raise ValueError("no question with a candidate that holds the fact: nothing to fit")

@@ -1,6 +1,5 @@
-"""The terms lexical evidence counts: the question's that carry its subject, a sentence's (with the operators,
-compounds across の and symbols by name a question may ask about), and the question's words no passage holds.
-Patterns: rules/terms.json; word lists: rules/lexicons.json."""
+"""The terms lexical evidence counts: the question's that carry its subject, a sentence's (operators, compounds across
+の, symbols by name), and the question's words no passage holds (docs/answers.md "How a sentence is chosen")."""
 
 from __future__ import annotations
 
@@ -13,7 +12,6 @@ from citerag.search.query import Query
 from citerag.search.sparse import CorpusStats, term_id, tokenize
 
 rx = partial(rules.compiled, "terms")
-_NOUN_ENDINGS = {"nominal_d": "s", "nominal_mit": "miss", "nominal_b": "pt", "nominal_c": "ct"}
 
 
 def operator_terms(text: str) -> set[int]:
@@ -42,8 +40,7 @@ def _symbol_terms(text: str, named: dict[str, set[int]]) -> set[int]:
 
 
 def terms_of(text: str, operators: bool, symbols: dict[str, set[int]] | None = None) -> set[int]:
-    """A sentence's terms; its operators only when the question names one, its lone symbols only when the question
-    names them (most do not: no need to look)."""
+    """A sentence's terms; its operators and lone symbols only when the question names them (most do not)."""
     terms = {term_id(t) for t in tokenize(text)} | compound_terms(text)
     if symbols:
         terms |= _symbol_terms(text, symbols)
@@ -51,13 +48,12 @@ def terms_of(text: str, operators: bool, symbols: dict[str, set[int]] | None = N
 
 
 def closed_compounds(query: Query, q: set[int]) -> dict[str, int]:
-    """The question's long English words that carry its subject, each with its term: a sentence may write them open
-    ("codename" and "code name")."""
+    """The question's long content words, each with its term: a sentence may write them open (codename, code name)."""
     if query.lang != "en":
         return {}
-    words = {w: term_id(t[0]) for w in rx("latin_words").findall(normalize(query.text)) if len(w) >= 6
-             for t in [tokenize(w)] if t}
-    return {w: t for w, t in words.items() if t in q}
+    min_chars = rules.number("closed_compound_min_chars")
+    words = [(w, tokenize(w)) for w in rx("latin_words").findall(normalize(query.text)) if len(w) >= min_chars]
+    return {w: term_id(t[0]) for w, t in words if t and term_id(t[0]) in q}
 
 
 def open_compounds(text: str, closed: dict[str, int]) -> set[int]:
@@ -91,13 +87,12 @@ def filler_ids() -> frozenset[int]:
 
 def noun_forms(stem: str) -> list[str]:
     """A verb's stem and its noun's ("divid" of dividing, "divis" of division)."""
-    return [rx(rule).sub(noun, stem) for rule, noun in _NOUN_ENDINGS.items() if rx(rule).search(stem)]
+    return [rx(rule).sub(noun, stem) for rule, noun in rules.lexicon("noun_endings").items() if rx(rule).search(stem)]
 
 
 def unknown_words(query: Query, stats: CorpusStats | None) -> list[str]:
-    """The question's words no indexed passage contains in any form (a verb is known by its noun): Latin-script
-    words that carry meaning, and katakana words with a bigram no passage has (kanji and kana bigrams cross word
-    boundaries, so their absence says little)."""
+    """The question's words no indexed passage holds in any form (a verb is known by its noun): Latin-script words
+    that carry meaning, and katakana words with a bigram no passage has (other bigrams cross word boundaries)."""
     if stats is None or not stats.n_docs:
         return []
     out = [t for t in dict.fromkeys(query.tokens)

@@ -1,6 +1,5 @@
-"""Word variants: a question's word also counts as held by a sentence that writes it another way, by Sudachi's
-analysis or a group of `variants.json` (docs/answers.md "Word variants"). The setting is process-wide (`use`, from
-Components): the ranking and the gate's features ask this module, so no signature between them changes."""
+"""Word variants: a question's word also counts as held by a sentence that writes it another way (docs/answers.md
+"Word variants"). Process-wide (`use`, from Components), so no signature between the ranking and the gate changes."""
 
 from __future__ import annotations
 
@@ -27,7 +26,6 @@ Word = Annotated[str, StringConstraints(min_length=2, max_length=40, strip_white
 class Group(BaseModel):
     """Words that name the same thing. `targets` are matched in a sentence, never looked for in a question (the
     Sudachi synonym dictionary's words that do not trigger expansion)."""
-
     lang: Literal["en", "ja"]
     words: list[Word] = Field(min_length=1, max_length=16)
     targets: list[Word] = Field(default_factory=list, max_length=16)
@@ -75,9 +73,7 @@ def _words(text: str) -> tuple[str, ...]:
 @dataclass(frozen=True)
 class _Spelling:
     """How a word is found in a text: English by its stemmed words in a row, stop words too ("log in" is not in
-    "logging"), Japanese as written, a katakana end not inside a longer katakana word (メール is not in
-    メールアドレス)."""
-
+    "logging"); Japanese as written, a katakana end not inside a longer katakana word (not メール in メールアドレス)."""
     tokens: tuple[str, ...]
     pattern: re.Pattern[str] | None
 
@@ -86,10 +82,9 @@ class _Spelling:
         if lang == "en":
             return cls(_words(word), None)
         text = normalize(word)
-        ends = ("_start" if rx("starts_katakana").search(text) else "") + \
-            ("_end" if rx("ends_katakana").search(text) else "")
-        rule = {"": "spelled", "_start": "spelled_katakana_start", "_end": "spelled_katakana_end"}.get(
-            ends, "spelled_katakana_both")
+        start, end = bool(rx("starts_katakana").search(text)), bool(rx("ends_katakana").search(text))
+        rule = "spelled_katakana_both" if start and end else "spelled_katakana_start" if start \
+            else "spelled_katakana_end" if end else "spelled"
         return cls((), rx(rule, word=re.escape(text)))
 
     def found(self, text: str, tokens: tuple[str, ...]) -> bool:
@@ -103,7 +98,6 @@ class _Spelling:
 class Expansion:
     """A question's words that have variants: each variant's spelling with the question's terms it stands for, and
     the Sudachi keys of the question's words with theirs."""
-
     spellings: tuple[tuple[_Spelling, frozenset[int]], ...]
     keys: dict[tuple[str, ...], frozenset[int]]
 
@@ -117,18 +111,13 @@ def _keys(surface: str, normalized: str, reading: str) -> list[tuple[str, ...]]:
 @lru_cache(maxsize=4096)
 def _expansion(text: str, lang: str) -> Expansion:
     spellings = []
-    norm = normalize(text)
-    tokens = _words(text)
-    for group in lexicon().groups:
-        if group.lang != lang:
-            continue
+    norm, tokens = normalize(text), _words(text)
+    for group in (g for g in lexicon().groups if g.lang == lang):
         for word in group.words:
-            spelling = _Spelling.of(word, lang)
-            if not spelling.found(norm, tokens):
-                continue
-            terms = frozenset(term_id(t) for t in tokenize(word))
-            spellings += [(_Spelling.of(other, lang), terms) for other in (*group.words, *group.targets)
-                          if other != word]
+            if _Spelling.of(word, lang).found(norm, tokens):
+                terms = frozenset(term_id(t) for t in tokenize(word))
+                spellings += [(_Spelling.of(other, lang), terms) for other in (*group.words, *group.targets)
+                              if other != word]
     keys: dict[tuple[str, ...], frozenset[int]] = {}
     forms = _config.forms
     if forms is not None and lang == "ja":
@@ -160,9 +149,7 @@ def variant_terms(query: Query, text: str) -> set[int]:
         return set()
     norm, tokens, keys = _sentence(text, query.lang, bool(found.keys))
     held = {t for spelling, terms in found.spellings if spelling.found(norm, tokens) for t in terms}
-    for key in keys & found.keys.keys():
-        held |= found.keys[key]
-    return held
+    return held.union(*(found.keys[key] for key in keys & found.keys.keys()))
 
 
 def _indexed(word: str, stats: CorpusStats) -> bool:
@@ -175,9 +162,7 @@ def known(word: str, query: Query, stats: CorpusStats) -> bool:
     passage holds: then its absence is no sign that the documents are about something else."""
     if not _config.enabled:
         return False
-    for group in lexicon().groups:
-        if group.lang != query.lang:
-            continue
+    for group in (g for g in lexicon().groups if g.lang == query.lang):
         own = [w for w in group.words if (tokenize(w) == [word] if query.lang == "en" else normalize(w) == word)]
         if own and any(_indexed(other, stats) for other in (*group.words, *group.targets) if other not in own):
             return True

@@ -1,6 +1,5 @@
-"""Rules as data: each rule a named entry of a JSON file here, with its pattern, why it exists and the examples it
-must (and must not) match, which tests/test_answerer_rules.py checks for every entry. A pattern may be a template:
-`⟨part⟩` is filled by the caller (escaped where the part is text), `⟨@id⟩` by another entry of the same file."""
+"""Rules as data: each rule a named entry of a JSON file here with its pattern, why it exists and its examples
+(docs/answers.md "Rules as data"); word lists, tuned numbers and the question kinds' registry beside them."""
 
 from __future__ import annotations
 
@@ -58,11 +57,8 @@ def _by_id(name: str) -> dict[str, Rule]:
 
 def _expanded(name: str, rule_id: str, parts: tuple[tuple[str, str], ...]) -> str:
     given = dict(parts)
-
-    def part(m: re.Match[str]) -> str:
-        return _expanded(name, m.group(2), parts) if m.group(1) else given[m.group(2)]
-
-    return _PART.sub(part, _by_id(name)[rule_id].source)
+    return _PART.sub(lambda m: _expanded(name, m.group(2), parts) if m.group(1) else given[m.group(2)],
+                     _by_id(name)[rule_id].source)
 
 
 @cache
