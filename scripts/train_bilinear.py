@@ -5,7 +5,7 @@ The score is w . (q * s) (+ b): q the question's vector, s a candidate's, both a
 weight equal it is the cosine rescaled; fit, it may weigh the dimensions on which a sentence that answers differs
 from one that is only on the topic. Fit by L2-penalised logistic regression towards the rescaled cosine, either
 pointwise (P(a candidate holds the fact), over every question's candidates, near misses' included) or listwise (a
-softmax over each answerable question's candidates).
+softmax over each answerable question's candidates). `--difference` adds w2 . |q - s| (penalised towards 0).
 
     python scripts/train_bilinear.py datasets/answers datasets/pool --objective listwise --report bilinear.json
 
@@ -108,9 +108,15 @@ def unit_vector(parts: np.ndarray, lengths: Sequence[int]) -> np.ndarray:
     return v / (float(np.linalg.norm(v)) or 1.0)
 
 
+DIFFERENCE = {"on": False}  # `--difference`: the score also weighs |q - s|
+
+
 def interactions(q: np.ndarray, s: np.ndarray) -> np.ndarray:
-    """Per candidate (row of `s`), q * s scaled so its mean over dimensions is the cosine."""
-    return SCALE * (np.asarray(s, dtype=np.float64) * np.asarray(q, dtype=np.float64)[None, :])
+    """Per candidate (row of `s`), q * s scaled so its mean over dimensions is the cosine; with `--difference`, then
+    |q - s|, scaled so each element is of the same order."""
+    q64, s64 = np.asarray(q, dtype=np.float64)[None, :], np.asarray(s, dtype=np.float64)
+    product = SCALE * (s64 * q64)
+    return np.hstack([product, np.sqrt(SCALE) * np.abs(q64 - s64)]) if DIFFERENCE["on"] else product
 
 
 def fit_pointwise(x: np.ndarray, y: np.ndarray, *, l2: float, iterations: int = 50) -> tuple[np.ndarray, float]:
@@ -119,11 +125,13 @@ def fit_pointwise(x: np.ndarray, y: np.ndarray, *, l2: float, iterations: int = 
     give the same weights bit for bit. Returns (weights, bias)."""
     if len(x) == 0 or y.min() == y.max():
         raise ValueError("both labels are needed to fit")
-    cosine = x.mean(axis=1)
+    dims = int(SCALE)
+    cosine = x[:, :dims].mean(axis=1)
     coef = _newton(np.column_stack([cosine, np.ones(len(x))]), y, np.zeros(2), np.zeros(2), iterations)
     d = x.shape[1]
-    prior = np.concatenate([np.full(d, coef[0] / d), [0.0]])
-    start = np.concatenate([np.full(d, coef[0] / d), [coef[1]]])
+    towards = np.concatenate([np.full(dims, coef[0] / dims), np.zeros(d - dims)])
+    prior = np.concatenate([towards, [0.0]])
+    start = np.concatenate([towards, [coef[1]]])
     penalty = np.concatenate([np.full(d, l2), [0.0]])
     w = _newton(np.column_stack([x, np.ones(len(x))]), y, prior, penalty, iterations, start=start)
     return w[:-1], float(w[-1])
@@ -142,8 +150,10 @@ def fit_listwise(groups: Sequence[tuple[np.ndarray, np.ndarray]], *, l2: float,
     t = np.concatenate([y / y.sum() for _, y in groups])
     starts = np.cumsum([0] + [len(x) for x, _ in groups[:-1]])
     d = z.shape[1]
-    alpha = _softmax_newton(z.mean(axis=1, keepdims=True), t, starts, np.zeros(1), np.zeros(1), iterations)[0]
-    prior = np.full(d, alpha / d)
+    dims = int(SCALE)
+    alpha = _softmax_newton(z[:, :dims].mean(axis=1, keepdims=True), t, starts, np.zeros(1), np.zeros(1),
+                            iterations)[0]
+    prior = np.concatenate([np.full(dims, alpha / dims), np.zeros(d - dims)])
     return _softmax_newton(z, t, starts, prior, np.full(d, l2), iterations)
 
 
@@ -358,7 +368,8 @@ def rules_and_score(items: list[dict], raw: dict[str, dict[int, np.ndarray]]) ->
 
 
 def summary(r: dict) -> None:
-    print(f"{r['objective']}, l2 {r['l2']}, JaQuAD questions {r['jaquad_questions']}, weights {r['weights_sha256']}")
+    print(f"{r['objective']}{' with |q - s|' if r['difference'] else ''}, l2 {r['l2']}, "
+          f"JaQuAD questions {r['jaquad_questions']}, weights {r['weights_sha256']}")
     for part in ("all", "development", "test"):
         for lang in ("en", "ja"):
             w, b = r[part][lang]["within"], r[part][lang]["best_vs_near"]
@@ -385,10 +396,12 @@ def summary(r: dict) -> None:
 def main() -> None:
     ap = pool_arguments(__doc__.split("\n\n")[0], "citerag-ranker-rows")
     ap.add_argument("--l2", type=float, help="skip the choice on the development families")
+    ap.add_argument("--difference", action="store_true", help="the score also weighs |q - s| (towards 0)")
     ap.add_argument("--jaquad", type=Path, help="also learn from JaQuAD questions (see above)")
     ap.add_argument("--objective", choices=("pointwise", "listwise"), default="listwise",
                     help="fit P(holds the fact) over every candidate, or the first of each question's candidates")
     args = ap.parse_args()
+    DIFFERENCE["on"] = args.difference
     families = families_of(args.pool)
     names = [f.name for f in families]
     with tempfile.TemporaryDirectory(prefix="citerag-bilinear-") as tmp:
@@ -468,6 +481,7 @@ def main() -> None:
     report["gate"] = {"without": gate_with(items, names, None), "with": gate_with(items, names, raw)}
     report["rules_and_score"] = rules_and_score(items, raw)
     report["jaquad_questions"] = len(extra)
+    report["difference"] = args.difference
     w, b = fit(items + extra, l2, args.objective)
     report["weights_sha256"] = hashlib.sha256(np.asarray(w).tobytes() + np.float64(b).tobytes()).hexdigest()[:16]
     summary(report)
@@ -477,7 +491,8 @@ def main() -> None:
         args.out.write_text(json.dumps({  # for a rerun's comparison: nothing reads it
             "about": "w . (q * s) * 384 + b, a candidate's score as an answer (pointwise: the logit of holding the "
                      "fact), fit by scripts/train_bilinear.py; measured and not used (docs/answers.md)",
-            "objective": args.objective, "trained_on": names, "jaquad_questions": len(extra), "l2": l2,
+            "objective": args.objective, "difference": args.difference, "trained_on": names,
+            "jaquad_questions": len(extra), "l2": l2,
             "weights": [float(v) for v in w], "bias": b}) + "\n", encoding="utf-8")
 
 
