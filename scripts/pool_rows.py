@@ -2,8 +2,9 @@
 question asked through `citerag ask`'s default path with a gate that always answers, cached per family.
 
 A row holds the features the gate reads and whether the answer is right (fact + right citation; never, for a near
-miss). With `capture`, an answerable question's row also holds every candidate the ranking weighed, in the hand
-ranking's order, each labelled by whether citing it alone would make the answer right.
+miss). With `capture`, a row also holds every candidate the ranking weighed, in the hand ranking's order: its fields,
+the texts the model embedded for it (each statement under its heading, and the statement's length), and whether
+citing it alone would make the answer right (never, for a near miss).
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from citerag.answerer.ranking import Candidate, Order
+from citerag.answerer.ranking import Candidate, Order, _heading, _under
 from citerag.bench import answers as ab
 from citerag.bench.metrics import wilson_interval
+from citerag.citations.statements import split_statements
 from citerag.components import Components
 from citerag.search.passage import Passage
 from citerag.search.query import Query
@@ -34,6 +36,7 @@ PICKING = ("answerer/extractive.py", "answerer/ranking.py", "answerer/question_k
 LEARNED_ORDER = ("answerer/sentence_model.py", "answerer/sentence_model.json")
 ROW_FIELDS = ("id", "lang", "answerable", "right", "features", "misattributed")
 CANDIDATE_FIELDS = ("rank", "pos", "last", "text", "lexical", "similarity", "factor", "bonus", "score", "evidence")
+CAPTURED = "units-lengths"  # what a captured candidate holds beyond its fields: a cache of an older layout is not read
 
 
 def key(family: Path, hand: bool = False) -> str:
@@ -64,23 +67,27 @@ def candidate(values: list) -> Candidate:
 
 
 def _labelled(q: ab.Question, usable: list[Passage], candidates: list[Candidate], texts: ab.DocTexts) -> list[list]:
-    """Each candidate's fields and whether it holds a gold fact, from a passage of the expected file whose page
+    """Each candidate's fields, the texts the model read for it (its statements, each under its passage's heading, as
+    `ranking._cosines` embeds them), and whether it holds a gold fact, from a passage of the expected file whose page
     (PDF) or document holds the fact: what `bench.answers.score` asks of a cited sentence."""
     gold = [ab.squash(a) for a in q.answers]
+    spans = [split_statements(p.text, lines_wrap=p.page is None) for p in usable]
     out = []
     for c in candidates:
         p = usable[c.rank]
         name = ab.file_name(p.uri)
         text = ab.squash(c.text)
         right = name in (q.file, *q.also) and any(g in text and g in texts.location(name, p.page) for g in gold)
-        out.append([getattr(c, f) for f in CANDIDATE_FIELDS] + [int(right)])
+        units = [[_under(_heading(p), part), len(part)] for part in spans[c.rank][c.pos : c.last + 1]]
+        out.append([getattr(c, f) for f in CANDIDATE_FIELDS] + [units, int(right)])
     return out
 
 
 def cache_file(family: Path, cache: Path, *, ranking: str = "default", order_key: str = "",
                capture: bool = False) -> Path:
     suffix = "" if ranking == "default" and not order_key and not capture else \
-        "-" + hashlib.sha256(f"{ranking}|{order_key}|{capture}".encode()).hexdigest()[:8]
+        "-" + hashlib.sha256(f"{ranking}|{order_key}|{capture}{'|' + CAPTURED if capture else ''}".encode()
+                             ).hexdigest()[:8]
     return cache / f"{family.name}-{key(family, hand=ranking == 'hand' and not order_key)}{suffix}.json"
 
 
@@ -123,7 +130,7 @@ def rows_of(family: Path, cache: Path, *, ranking: str = "default", order: Order
     for i, r in enumerate(res["rows"]):
         row = {k: r[k] for k in ROW_FIELDS} | {"family": family.name}
         q = questions[i]
-        if capture and q.answerable and i in captured and texts is not None:
+        if capture and i in captured and texts is not None:
             _, usable, candidates = captured[i]
             row["candidates"] = _labelled(q, usable, candidates, texts)
         rows.append(row)

@@ -103,7 +103,8 @@ def main() -> None:
     if args.out:
         data = {"about": "The order the answerer weighs sentences in: a listwise logistic regression over "
                          "sentence_model.FEATURES, trained by scripts/train_ranker.py; figures in docs/answers.md",
-                "trained_on": names, "questions": sum(1 for r in rows if r.get("candidates")), "l2": L2,
+                "trained_on": names, "l2": L2,
+                "questions": sum(1 for r in rows if r["answerable"] and r.get("candidates")),
                 "features": list(model.names), "mean": list(model.mean), "scale": list(model.scale),
                 "weights": list(model.weights)}
         args.out.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
