@@ -31,7 +31,7 @@ PICKING = ("answerer/extractive.py", "answerer/ranking.py", "answerer/question_k
            *(f"answerer/rules/{n}.json" for n in ("question_kinds", "sentences", "terms", "lexicons", "numbers",
                                                    "kinds")),
            "citations/statements.py", "documents/loaders.py", "search/pipeline.py")
-LEARNED_ORDER = ("answerer/sentence_model.py", "answerer/sentence_model.json")
+LEARNED_ORDER = ("answerer/sentence_model.py", "answerer/sentence_model.json", "answerer/rules/order.json")
 ROW_FIELDS = ("id", "lang", "answerable", "right", "features", "misattributed")
 CANDIDATE_FIELDS = ("rank", "pos", "last", "text", "lexical", "similarity", "factor", "bonus", "score", "evidence")
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 
 import numpy as np
 from pool_rows import TEST_FAMILIES, candidate, families_of, pool_arguments, ratio, rows_of
@@ -34,7 +35,19 @@ def groups(rows: list[dict]) -> list[tuple[np.ndarray, np.ndarray]]:
     for r in rows:
         cands = r.get("candidates")
         if cands:
-            out.append((features(r["lang"], [candidate(c) for c in cands]), np.array([float(c[-1]) for c in cands])))
+            out.append((features(r["lang"], [candidate(c) for c in cands], r.get("question", "")),
+                        np.array([float(c[-1]) for c in cands])))
+    return out
+
+
+def questions_of(family: Path) -> dict[str, str]:
+    """Each question's text by id: the order reads the question too (the terms a sentence holds that it lacks)."""
+    out = {}
+    for path in sorted(family.glob("questions-*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                q = json.loads(line)
+                out[q["id"]] = q["question"]
     return out
 
 
@@ -50,7 +63,8 @@ def top_holds(rows: list[dict], model: SentenceModel | None) -> int:
         cands = r.get("candidates")
         if not cands:
             continue
-        first = 0 if model is None else int(np.argmax(model.scores(r["lang"], [candidate(c) for c in cands])))
+        first = 0 if model is None else \
+            int(np.argmax(model.scores(r["lang"], [candidate(c) for c in cands], r.get("question", ""))))
         n += cands[first][-1]
     return n
 
@@ -80,6 +94,10 @@ def main() -> None:
     families = families_of(args.pool)
     names = [f.name for f in families]
     hand = {f.name: rows_of(f, args.rows, ranking="hand", capture=True) for f in families}
+    for f in families:
+        asked = questions_of(f)
+        for r in hand[f.name]:
+            r["question"] = asked.get(r["id"], "")
     held = {name: model_from([g for other in names if other != name for g in groups(hand[other])], l2=L2)
             for name in names}
     rows = [r for name in names for r in hand[name]]
