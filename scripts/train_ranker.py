@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
 
 import numpy as np
 from pool_rows import TEST_FAMILIES, candidate, families_of, pool_arguments, ratio, rows_of
@@ -37,17 +36,6 @@ def groups(rows: list[dict]) -> list[tuple[np.ndarray, np.ndarray]]:
         if cands:
             out.append((features(r["lang"], [candidate(c) for c in cands], r.get("question", "")),
                         np.array([float(c[-1]) for c in cands])))
-    return out
-
-
-def questions_of(family: Path) -> dict[str, str]:
-    """Each question's text by id: the order reads the question too (the terms a sentence holds that it lacks)."""
-    out = {}
-    for path in sorted(family.glob("questions-*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                q = json.loads(line)
-                out[q["id"]] = q["question"]
     return out
 
 
@@ -94,10 +82,6 @@ def main() -> None:
     families = families_of(args.pool)
     names = [f.name for f in families]
     hand = {f.name: rows_of(f, args.rows, ranking="hand", capture=True) for f in families}
-    for f in families:
-        asked = questions_of(f)
-        for r in hand[f.name]:
-            r["question"] = asked.get(r["id"], "")
     held = {name: model_from([g for other in names if other != name for g in groups(hand[other])], l2=L2)
             for name in names}
     rows = [r for name in names for r in hand[name]]
