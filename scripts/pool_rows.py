@@ -31,7 +31,7 @@ PICKING = ("answerer/extractive.py", "answerer/ranking.py", "answerer/question_k
            *(f"answerer/rules/{n}.json" for n in ("question_kinds", "sentences", "terms", "lexicons", "numbers",
                                                    "kinds")),
            "citations/statements.py", "documents/loaders.py", "search/pipeline.py")
-LEARNED_ORDER = ("answerer/sentence_model.py", "answerer/sentence_model.json", "answerer/rules/order.json")
+LEARNED_ORDER = ("answerer/sentence_model.py", "answerer/sentence_model.json")
 ROW_FIELDS = ("id", "lang", "answerable", "right", "features", "misattributed")
 CANDIDATE_FIELDS = ("rank", "pos", "last", "text", "lexical", "similarity", "factor", "bonus", "score", "evidence")
 
@@ -84,24 +84,13 @@ def cache_file(family: Path, cache: Path, *, ranking: str = "default", order_key
     return cache / f"{family.name}-{key(family, hand=ranking == 'hand' and not order_key)}{suffix}.json"
 
 
-def questions_of(family: Path) -> dict[str, str]:
-    """Each question's text by id: the order reads the question too (the terms a sentence holds that it lacks)."""
-    out = {}
-    for path in sorted(family.glob("questions-*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                q = json.loads(line)
-                out[q["id"]] = q["question"]
-    return out
-
-
 def rows_of(family: Path, cache: Path, *, ranking: str = "default", order: Order | None = None,
             order_key: str = "", capture: bool = False) -> list[dict]:
     """The family's rows, asked with `ranking` ("default": the settings' default; "hand"; "learned"), or with
     `order` (identified in the cache by `order_key`) over the hand ranking. Cached in `cache`."""
     cached = cache_file(family, cache, ranking=ranking, order_key=order_key, capture=capture)
     if cached.exists():
-        return _asked(family, json.loads(cached.read_text(encoding="utf-8")))
+        return json.loads(cached.read_text(encoding="utf-8"))
     ds = ab.load(family)
     questions = [q for q in ds.questions if q.split in ("dev", "test")]
     texts = ab.DocTexts(ds.docs) if capture else None
@@ -140,13 +129,7 @@ def rows_of(family: Path, cache: Path, *, ranking: str = "default", order: Order
         rows.append(row)
     cache.mkdir(parents=True, exist_ok=True)
     cached.write_text(json.dumps(rows, ensure_ascii=False), encoding="utf-8")
-    return _asked(family, rows)
-
-
-def _asked(family: Path, rows: list[dict]) -> list[dict]:
-    """The rows, each with its candidates' question's text (the learned order reads it too)."""
-    asked = questions_of(family)
-    return [r | {"question": asked.get(r["id"], "")} if r.get("candidates") else r for r in rows]
+    return rows
 
 
 def pool_arguments(description: str, rows: str) -> argparse.ArgumentParser:

@@ -15,7 +15,6 @@ import numpy as np
 
 from citerag.answerer import rules
 from citerag.answerer.ranking import Candidate
-from citerag.documents.text import normalize
 from citerag.search.passage import Passage
 from citerag.search.query import Query
 
@@ -24,20 +23,11 @@ WEIGHTS = Path(__file__).with_name("sentence_model.json")
 FEATURES = ("score", "score_gap", "hand_rank", "lexical", "lexical_gap", "cosine", "cosine_gap", "cosine_rank",
             "evidence_gap", "log_factor", "kind", "pair", "passage_rank", "first", "position", "length",
             "ja_score_gap", "ja_lexical_gap", "ja_cosine_gap", "ja_cosine_rank", "ja_kind", "ja_length",
-            "ja_passage_rank", "ja_new_terms")
+            "ja_passage_rank")
 PAIR_COST = rules.number("pair_cost")  # taken back out of the bonus, so `kind` is the kind evidence alone
 
 
-def _new_terms(question: str, text: str) -> int:
-    """How many Latin terms the sentence holds that the question does not: a Japanese question for an option, a key
-    or a command is answered by a sentence that names one ("-g 自動判別の結果を出力します。"), and it often shares
-    few of the question's words."""
-    term = rules.compiled("order", "latin_term")
-    asked = {t.lstrip("-\\") for t in term.findall(normalize(question))}
-    return len({t for t in term.findall(normalize(text)) if t.lstrip("-\\") not in asked})
-
-
-def features(lang: str, candidates: Sequence[Candidate], question: str = "") -> np.ndarray:
+def features(lang: str, candidates: Sequence[Candidate]) -> np.ndarray:
     """One row per candidate (in FEATURES order), each read against the best of the question's candidates: the
     cosines of the bundled model sit in a narrow band whose level differs per question."""
     if not candidates:
@@ -65,7 +55,6 @@ def features(lang: str, candidates: Sequence[Candidate], question: str = "") -> 
     }
     for name in ("score_gap", "lexical_gap", "cosine_gap", "cosine_rank", "kind", "length", "passage_rank"):
         cols[f"ja_{name}"] = ja * cols[name]
-    cols["ja_new_terms"] = ja * np.log1p(np.array([_new_terms(question, c.text) if ja else 0 for c in candidates]))
     return np.column_stack([cols[f] for f in FEATURES])
 
 
@@ -78,8 +67,8 @@ class SentenceModel:
     scale: tuple[float, ...]
     weights: tuple[float, ...]
 
-    def scores(self, lang: str, candidates: Sequence[Candidate], question: str = "") -> np.ndarray:
-        x = features(lang, candidates, question)
+    def scores(self, lang: str, candidates: Sequence[Candidate]) -> np.ndarray:
+        x = features(lang, candidates)
         if tuple(self.names) != FEATURES:
             raise ValueError("sentence_model.json was trained on other features: retrain it (scripts/train_ranker.py)")
         return ((x - np.array(self.mean)) / np.array(self.scale)) @ np.array(self.weights)
@@ -87,7 +76,7 @@ class SentenceModel:
     def order(self, query: Query, usable: list[Passage], candidates: list[Candidate]) -> list[Candidate]:
         if len(candidates) < 2:
             return candidates
-        s = self.scores(query.lang, candidates, query.text)
+        s = self.scores(query.lang, candidates)
         return [candidates[i] for i in np.argsort(-s, kind="stable")]
 
     @classmethod
