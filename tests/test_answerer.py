@@ -952,7 +952,8 @@ def test_a_how_to_answer_may_be_the_sentence_that_leads_into_the_code():
     question = "How do I access an element of an array?"
     picked = pick_sentences(question, _guide(text, "en"), min_score=0.3, max_sentences=1,
                             similarity=_model_prefers(how, over=other, high=0.93, low=0.87))
-    assert [p.sentence for p in picked] == [how]
+    # With the line it leads into ("like this:"), which shows how.
+    assert [p.sentence for p in picked] == [how, "let first = a[0];"]
     # One that sends the reader elsewhere is a pointer, whatever verb it says.
     pointer = "To learn more about how to access elements of an array, see Chapter 8:"
     said = "You access an element of an array with its index."

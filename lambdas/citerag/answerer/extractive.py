@@ -101,6 +101,15 @@ def _antecedent(best: Candidate, candidates: list[Candidate], title: str) -> Can
     return next((c for c in before if c.factor >= best.factor), None) if rx("refers_back").match(best.text) else None
 
 
+def _follower(best: Candidate, candidates: list[Candidate]) -> Candidate | None:
+    """The statement the best one leads into ("…mecabrc に以下を追加", "…上書きしたい場合は，"): what it announces
+    is the fact, which it does not hold itself."""
+    last = next((c for c in candidates if c.rank == best.rank and c.pos == c.last == best.last), None)
+    if last is None or not rx("points_ahead").search(last.text.rstrip()):
+        return None
+    return next((c for c in candidates if c.rank == best.rank and c.pos == c.last == best.last + 1), None)
+
+
 def _close_runners_up(candidates: list[Candidate], wanted: Callable[[Candidate], bool]) -> list[Candidate]:
     top = candidates[0].score
     return [c for c in candidates if c.score >= RUNNER_UP_RATIO * top and wanted(c)]
@@ -267,6 +276,12 @@ def decide(question: str | Query, passages: list[Passage], stats: CorpusStats | 
         # Added after the gate, beyond max_sentences: it makes the best sentence readable and answers nothing.
         picked.append(antecedent)
         chosen[(antecedent.rank, antecedent.pos)] = "the sentence the best one points back to"
+        decision = decision.model_copy(update={"weighed": _weighed(usable, candidates, chosen)})
+    follower = _follower(best, candidates) if best in picked else None
+    if follower is not None and not any(o.rank == follower.rank and o.pos <= follower.pos <= o.last for o in picked):
+        # Added after the gate too: the gate weighed the sentence that matches the question, not what it announces.
+        picked.append(follower)
+        chosen[(follower.rank, follower.pos)] = "the sentence the best one leads into"
         decision = decision.model_copy(update={"weighed": _weighed(usable, candidates, chosen)})
     # Read in document order: by passage rank, then position within the passage.
     picked.sort(key=lambda c: (c.rank, c.pos))
