@@ -9,8 +9,8 @@ import pytest
 from citerag.adapters import aws
 from citerag.components import Components
 from citerag.errors import CiteragError, DependencyError
-from citerag.handlers.local import local_agent
 from citerag.runtimes.classic import AgentClient, answer_from_events
+from citerag.runtimes.local import local_agent
 from citerag.settings import Settings
 from citerag.testing import eventstream
 from citerag.testing.doubles import AgentRuntimeDouble

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from citerag.cli import app
 from citerag.components import Components
-from citerag.handlers.local import local_agent
+from citerag.runtimes.local import local_agent
 from citerag.settings import Settings
 from citerag.traces.report import build_turns, to_html
 from citerag.traces.wording import plural

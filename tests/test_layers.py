@@ -34,6 +34,7 @@ LAYER = {
     "cli": 11,
     "command": 12,  # the `citerag` entry point: the CLI, or a line naming the extra it needs
 }
+ENTRY_POINTS = ("handlers", "cli", "bench", "command")  # what may import a Lambda handler module
 CORES = ("documents", "search", "ingestion", "citations")
 SDKS = ("boto3", "botocore", "pinecone", "strands", "bedrock_agentcore", "mcp", "aws_lambda_powertools", "openai")
 
@@ -88,6 +89,15 @@ def test_nothing_shipped_imports_the_test_doubles():
     offenders = [str(p.relative_to(ROOT)) for p, top in _modules() if top not in ("testing", "bench", "cli")
                  and any(n.startswith("citerag.testing") for n in _imports(p))]
     assert not offenders
+
+
+def test_only_entry_points_import_the_lambda_handlers():
+    """A handler is an entry point: the local agent, the answerers and the servers reach the action group and the
+    parser through the runtimes, never through a handler and its Powertools logging and metrics."""
+    offenders = {str(p.relative_to(ROOT)): [n for n in _imports(p) if n == "citerag.handlers"
+                                            or n.startswith("citerag.handlers.")]
+                 for p, top in _modules() if top not in ENTRY_POINTS}
+    assert not {k: v for k, v in offenders.items() if v}
 
 
 def test_the_cdk_app_reads_only_the_citation_core():

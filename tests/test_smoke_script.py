@@ -13,7 +13,7 @@ from citerag.agentcore_app import create_app
 from citerag.citations.answer import Answer, Citation
 from citerag.components import Components
 from citerag.errors import CiteragError
-from citerag.handlers.local import local_agent
+from citerag.runtimes.local import local_agent
 from citerag.search.passage import Passage
 from citerag.settings import Settings
 from citerag.testing import eventstream

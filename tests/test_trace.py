@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from citerag.adapters import aws
 from citerag.cli import app
 from citerag.components import Components
-from citerag.handlers.local import local_agent
+from citerag.runtimes.local import local_agent
 from citerag.settings import Settings
 from citerag.testing.invocation_records import records_from_events
 from citerag.traces.invocation_logs import read_export, records_to_events

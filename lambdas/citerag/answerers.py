@@ -72,11 +72,11 @@ class _SearchOnly:
 
 class _LocalAgent:
     """The Classic sequence in-process: prompts, the offline model (or a configured one), the parser, the search
-    handler. One session for the answerer's life: follow-ups share its id and attributes."""
+    action group. One session for the answerer's life: follow-ups share its id and attributes."""
 
     def __init__(self, comps, session_attributes: dict[str, str] | None = None,
                  session_id: str | None = None) -> None:
-        from citerag.handlers.local import local_agent
+        from citerag.runtimes.local import local_agent
 
         self.comps = comps
         self.runner = local_agent(comps)

@@ -90,7 +90,7 @@ Ask = Callable[[str], tuple[bool, dict[str, str], list[str]]]
 
 def _classic(comps) -> Ask:
     """The local Classic agent: cited ids from the raw answer, passages from the action-group observations."""
-    from citerag.handlers.local import local_agent
+    from citerag.runtimes.local import local_agent
 
     runtime = local_agent(comps)
     runtime.invoke("warm up").__next__()

@@ -238,7 +238,7 @@ def packing_comparison(
     from citerag.citations import source_ids
     from citerag.citations.payload import body_text_cost, build_payload, dumps_body, response_bytes
     from citerag.citations.tool import ACTION_GROUP, FUNCTION_NAME
-    from citerag.handlers.search import envelope
+    from citerag.runtimes.action_group import envelope
     from citerag.search import packing
 
     pipeline = SearchPipeline(embedder, index, config, tokens=tokens)

@@ -1,6 +1,7 @@
 """Run the Lambda handlers in-process, like `sam local invoke` without Docker: the event from a file, the
-adapters from the components (embedded by default), a Lambda context stand-in; and the local Classic agent,
-which calls the real search and parser handlers with real-shaped events."""
+adapters from the components (embedded by default), a Lambda context stand-in, and the handlers' Powertools output
+kept off the terminal's stdout. The local Classic agent is a runtime (citerag.runtimes.local): it answers through
+what the handlers run, not through the handlers."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from citerag.citations.tool import ACTION_GROUP
 from citerag.errors import CiteragError
 from citerag.jsonfiles import read_json
 
@@ -68,22 +68,3 @@ def invoke(kind: str, event: dict[str, Any], components) -> dict[str, Any]:
         return ingest.build(components)(event, LocalContext(function_name="citerag-ingest"))
     raise CiteragError(f"unknown handler {kind!r}: choose search or ingest")
 
-
-def local_agent(components, *, model=None, action_group: str = ACTION_GROUP, post_processing: bool = True):
-    """The local Classic runtime over the real search and parser handlers and the components' chat model."""
-    from citerag.handlers import parser, search
-    from citerag.runtimes.local import LocalAgentRuntime
-
-    quiet_lambda_output()
-    search_handler = search.build(components)
-    parser_handler = parser.build(components, action_group=action_group)
-
-    def run_search(event: dict[str, Any]) -> dict[str, Any]:
-        return search_handler(event, LocalContext(function_name="citerag-search"))
-
-    def run_parser(event: dict[str, Any]) -> dict[str, Any]:
-        return parser_handler(event, LocalContext(function_name="citerag-parser"))
-
-    return LocalAgentRuntime(model or components.chat_model, run_search, run_parser, prompts=components.prompts(),
-                             action_group=action_group, post_processing=post_processing,
-                             family=components.model_family)

@@ -1,8 +1,10 @@
-"""The local Classic runtime: the InvokeAgent sequence in-process, with the same prompts, parser and handlers.
+"""The local Classic runtime: the InvokeAgent sequence in-process, with the same prompts, parser and action group.
 
-pre-processing -> orchestration loop (bounded; action-group calls go through the real search handler with a
+pre-processing -> orchestration loop (bounded; action-group calls get what the search Lambda would answer to a
 real-shaped event) -> post-processing. It yields InvokeAgent-shaped events ({"trace": ...}, {"chunk": ...})
 so the same client code turns them into an Answer, whether they came from here or from the service.
+`local_agent` builds it from the components: the action group and the parser as the Lambdas run them, without the
+Lambdas' Powertools logging and metrics, which have no place on a terminal.
 """
 
 from __future__ import annotations
@@ -30,6 +32,26 @@ from citerag.citations.tool import (
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
 
 REJECTED = "Sorry, I cannot answer that request."
+
+
+def local_agent(components, *, model: ChatModel | None = None, action_group: str = ACTION_GROUP,
+                post_processing: bool = True) -> LocalAgentRuntime:
+    """The local Classic runtime over the components' search tool, parser configuration and chat model."""
+    from citerag.citations.parser import parse
+    from citerag.runtimes.action_group import respond
+
+    tool = components.search_tool()
+
+    def run_search(event: dict[str, Any]) -> dict[str, Any]:
+        return respond(tool, event)
+
+    def run_parser(event: dict[str, Any]) -> dict[str, Any]:
+        # Per call, as the parser Lambda does: a rotated source-id key is read on the next step.
+        return parse(event, components.parser_config(action_group=action_group))
+
+    return LocalAgentRuntime(model or components.chat_model, run_search, run_parser, prompts=components.prompts(),
+                             action_group=action_group, post_processing=post_processing,
+                             family=components.model_family)
 
 
 class LocalAgentRuntime:
