@@ -84,3 +84,19 @@ def test_a_mistyped_command_is_named_with_suggestions():
                           capture_output=True, text=True, env=e, timeout=120, check=False)
     assert done.returncode == 2
     assert "No such command 'serch'" in done.stderr and "search" in done.stderr
+
+
+def test_ask_runs_the_local_agent_without_the_lambda_handlers_or_their_log_lines(tmp_path):
+    """The local Classic agent is a runtime: it answers through the action group and the parser themselves, so no
+    handler module loads and none of their Powertools log or metric lines reach the terminal."""
+    watch = ("citerag.handlers.search", "citerag.handlers.parser", "citerag.handlers.local")
+    e = {**os.environ, "COLUMNS": "200", "TERM": "dumb", "CITERAG_EMBEDDER": "hashing",
+         "CITERAG_DATA_DIR": str(tmp_path / "data")}
+    done = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(watch), "ask",
+                           "How do I reset the filter indicator?"], capture_output=True, text=True, env=e,
+                          timeout=300, check=False)
+    said, _, loaded = done.stderr.rpartition("LOADED ")
+    assert done.returncode == 0, done.stderr
+    assert "hold the Filter button for 5 seconds" in done.stdout and "[1]" in done.stdout
+    assert json.loads(loaded) == []
+    assert not [line for line in (done.stdout + said).splitlines() if line.lstrip().startswith("{")]

@@ -245,7 +245,7 @@ Ask = Callable[[str], Answer]
 
 
 def _asker(agent: str) -> Callable[[Any], Ask]:
-    """`citerag ask`'s paths: the local Classic agent (its prompts, parser and search handler), or search alone."""
+    """`citerag ask`'s paths: the local Classic agent (its prompts, parser and search action group), or search alone."""
     def make(comps) -> Ask:
         from citerag.answerers import open_answerer
 
