@@ -2,9 +2,10 @@
 question asked through `citerag ask`'s default path with a gate that always answers, cached per family.
 
 A row holds the features the gate reads and whether the answer is right (fact + right citation; never, for a near
-miss). With `capture`, a row also holds every candidate the ranking weighed, in the hand ranking's order: its fields,
-the texts the model embedded for it (each statement under its heading, and the statement's length), and whether
-citing it alone would make the answer right (never, for a near miss).
+miss). With `capture`, a row also holds the question's text (the learned order reads it) and every candidate the
+ranking weighed, in the hand ranking's order: its fields, the texts the model embedded for it (each statement under
+its heading, and the statement's length), and whether citing it alone would make the answer right (never, for a
+near miss).
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ PICKING = ("answerer/extractive.py", "answerer/ranking.py", "answerer/question_k
 LEARNED_ORDER = ("answerer/sentence_model.py", "answerer/sentence_model.json")
 ROW_FIELDS = ("id", "lang", "answerable", "right", "features", "misattributed")
 CANDIDATE_FIELDS = ("rank", "pos", "last", "text", "lexical", "similarity", "factor", "bonus", "score", "evidence")
-CAPTURED = "units-lengths"  # what a captured candidate holds beyond its fields: a cache of an older layout is not read
+# What a captured row holds beyond its fields (its candidates' statements and lengths, the question's text, which the
+# learned order reads): a cache of an older layout is not read.
+CAPTURED = "units-lengths-question"
 
 
 def key(family: Path, hand: bool = False) -> str:
@@ -133,6 +136,7 @@ def rows_of(family: Path, cache: Path, *, ranking: str = "default", order: Order
         if capture and i in captured and texts is not None:
             _, usable, candidates = captured[i]
             row["candidates"] = _labelled(q, usable, candidates, texts)
+            row["question"] = q.question
         rows.append(row)
     cache.mkdir(parents=True, exist_ok=True)
     cached.write_text(json.dumps(rows, ensure_ascii=False), encoding="utf-8")

@@ -294,8 +294,12 @@ def best_vs_near(items: list[dict], score) -> dict:
     return {"auc": round(auc(good, near) or 0.0, 4), "right_first": len(good), "near_misses": len(near)}
 
 
+def _question(it: dict) -> str:
+    return it.get("row", {}).get("question", "")
+
+
 def order_columns(it: dict, raw: np.ndarray) -> np.ndarray:
-    return np.column_stack([order_features(it["lang"], it["cands"]), raw - raw.max(), raw])
+    return np.column_stack([order_features(it["lang"], it["cands"], _question(it)), raw - raw.max(), raw])
 
 
 def order_first_holds(items: list[dict], names: list[str], raw: dict[str, dict[int, np.ndarray]] | None) -> dict:
@@ -304,7 +308,7 @@ def order_first_holds(items: list[dict], names: list[str], raw: dict[str, dict[i
     held: dict[int, int] = {}
     for name in names:
         def cols(it: dict, fold: str = name) -> np.ndarray:
-            base = order_features(it["lang"], it["cands"])
+            base = order_features(it["lang"], it["cands"], _question(it))
             return base if raw is None else order_columns(it, raw[fold][it["i"]])
         train = [(cols(it), it["y"]) for it in items if it["family"] != name and it["answerable"] and len(it["y"])]
         w, mean, scale = order_fit(train, l2=RANKER_L2)

@@ -34,7 +34,8 @@ def groups(rows: list[dict]) -> list[tuple[np.ndarray, np.ndarray]]:
     for r in rows:
         cands = r.get("candidates")
         if cands:
-            out.append((features(r["lang"], [candidate(c) for c in cands]), np.array([float(c[-1]) for c in cands])))
+            out.append((features(r["lang"], [candidate(c) for c in cands], r["question"]),
+                        np.array([float(c[-1]) for c in cands])))
     return out
 
 
@@ -50,7 +51,8 @@ def top_holds(rows: list[dict], model: SentenceModel | None) -> int:
         cands = r.get("candidates")
         if not cands:
             continue
-        first = 0 if model is None else int(np.argmax(model.scores(r["lang"], [candidate(c) for c in cands])))
+        first = 0 if model is None else int(np.argmax(model.scores(r["lang"], [candidate(c) for c in cands],
+                                                                   r["question"])))
         n += cands[first][-1]
     return n
 

@@ -51,6 +51,21 @@ def test_the_order_chooses_the_answer_but_the_gate_still_reads_the_hand_scores()
     assert hand.weighed[0].text.startswith("Replace the HEPA filter")
 
 
+def test_for_a_question_that_asks_which_option_an_item_of_the_option_list_can_come_first():
+    # The description of the option shares none of the question's words: the hand score puts it last.
+    hand = [cand(0, 0, "入力の文字コードは自動で判別されます。", 0.9),
+            cand(0, 3, "判別の結果はファイルに書かれません。", 0.7), cand(0, 7, "-g 推測した結果を表示する。", 0.2)]
+    asked = analyze("文字コードの判別結果だけを知りたいときは、どのオプションを指定しますか？")
+    assert weighing("asked_item", 1.0).order(asked, [], hand)[0] is hand[2]
+    # A question that does not ask for an option or a key, and a sentence that is no item, weigh nothing.
+    assert weighing("asked_item", 1.0).order(analyze("文字コードはどう判別されますか？"), [], hand) == hand
+    column = features("ja", hand, asked.text)[:, FEATURES.index("asked_item")]
+    assert column.tolist() == [0.0, 0.0, 1.0]
+    keys = [cand(0, 0, "注釈の高さは行送りに影響しない。", 0.8),
+            cand(0, 1, "flat=⟨bool⟩ 注釈の高さを 0 とみなすか．", 0.3)]
+    assert weighing("asked_item", 1.0).order(analyze("注釈の高さを0とみなすキーは何ですか？"), [], keys)[0] is keys[1]
+
+
 def test_fitting_is_deterministic_and_learns_which_feature_marks_the_fact():
     rng = np.random.default_rng(7)
     groups = []
@@ -97,7 +112,8 @@ def test_the_training_script_reports_family_held_out_figures_bit_for_bit(tmp_pat
             cands = [[0, j, j, f"Sentence {j}.", 0.5, 0.85, 1.0, 0.1 if j == 2 else 0.0,
                       float(1.0 - 0.1 * j + rng.normal(0, 0.01)), 0.5, int(j == 2)] for j in range(5)]
             rows.append({"id": f"en-{i:03d}", "lang": "en", "answerable": True, "right": False, "features": {},
-                         "misattributed": [], "family": name, "candidates": cands})
+                         "misattributed": [], "family": name, "question": f"What is fact {i}?",
+                         "candidates": cands})
         pool_rows.cache_file(fam, rows_dir, ranking="hand", capture=True).write_text(json.dumps(rows))
     script = ROOT / "scripts" / "train_ranker.py"
     outs = []

@@ -20,13 +20,24 @@ WEIGHTS = Path(__file__).with_name("sentence_model.json")
 FEATURES = ("score", "score_gap", "hand_rank", "lexical", "lexical_gap", "cosine", "cosine_gap", "cosine_rank",
             "evidence_gap", "log_factor", "kind", "pair", "passage_rank", "first", "position", "length",
             "ja_score_gap", "ja_lexical_gap", "ja_cosine_gap", "ja_cosine_rank", "ja_kind", "ja_length",
-            "ja_passage_rank")
+            "ja_passage_rank", "asked_item")
 PAIR_COST = rules.number("pair_cost")  # taken back out of the bonus, so `kind` is the kind evidence alone
 
 
-def features(lang: str, candidates: Sequence[Candidate]) -> np.ndarray:
+def _asked_items(question: str, candidates: Sequence[Candidate]) -> np.ndarray:
+    """For a question that asks which option, key or setting to give, whether each candidate is an item of a list of
+    them ("-g 自動判別の結果を出力します。"): its description shares few of the question's words, so the hand score and
+    the cosine rank it low."""
+    if not question or not rules.compiled("question_kinds", "asks_for_item").search(question):
+        return np.zeros(len(candidates))
+    item = rules.compiled("question_kinds", "list_item")
+    return np.array([float(bool(item.match(c.text))) for c in candidates])
+
+
+def features(lang: str, candidates: Sequence[Candidate], question: str = "") -> np.ndarray:
     """One row per candidate (in FEATURES order), each read against the best of the question's candidates: the
-    cosines of the bundled model sit in a narrow band whose level differs per question."""
+    cosines of the bundled model sit in a narrow band whose level differs per question. `question`: its text, which
+    `asked_item` reads (without it, that column is 0)."""
     if not candidates:
         return np.zeros((0, len(FEATURES)))
     score = np.array([c.score for c in candidates])
@@ -49,6 +60,7 @@ def features(lang: str, candidates: Sequence[Candidate]) -> np.ndarray:
         "first": np.array([float(c.pos == 0) for c in candidates]),
         "position": np.log1p(np.array([float(c.pos) for c in candidates])),
         "length": np.log(np.array([max(len(c.text), 1) for c in candidates], dtype=np.float64)),
+        "asked_item": _asked_items(question, candidates),
     }
     for name in ("score_gap", "lexical_gap", "cosine_gap", "cosine_rank", "kind", "length", "passage_rank"):
         cols[f"ja_{name}"] = ja * cols[name]
@@ -63,8 +75,8 @@ class SentenceModel:
     scale: tuple[float, ...]
     weights: tuple[float, ...]
 
-    def scores(self, lang: str, candidates: Sequence[Candidate]) -> np.ndarray:
-        x = features(lang, candidates)
+    def scores(self, lang: str, candidates: Sequence[Candidate], question: str = "") -> np.ndarray:
+        x = features(lang, candidates, question)
         if tuple(self.names) != FEATURES:
             raise ValueError("sentence_model.json was trained on other features: retrain it (scripts/train_ranker.py)")
         return ((x - np.array(self.mean)) / np.array(self.scale)) @ np.array(self.weights)
@@ -72,7 +84,7 @@ class SentenceModel:
     def order(self, query: Query, usable: list[Passage], candidates: list[Candidate]) -> list[Candidate]:
         if len(candidates) < 2:
             return candidates
-        s = self.scores(query.lang, candidates)
+        s = self.scores(query.lang, candidates, query.text)
         return [candidates[i] for i in np.argsort(-s, kind="stable")]
 
     @classmethod
