@@ -9,17 +9,25 @@ from pathlib import Path
 
 import pytest
 
+from citerag import rules as rule_files
 from citerag.adapters.offline_claude import ExtractiveClaudeModel
 from citerag.answerer import question_kinds, rules
 from citerag.answerer.ranking import EVIDENCE
 from citerag.search.query import analyze
 
 ROOT = Path(__file__).resolve().parents[1]
-RULE_FILES = rules.files()
-ENTRIES = [(name, rule) for name in RULE_FILES for rule in rules.load(name)]
+# The answerer's rules and the sentence cutter's (citations/rules), each a folder of the same format.
+RULE_FOLDERS = [Path(rules.__file__).parent, ROOT / "lambdas" / "citerag" / "citations" / "rules"]
+ENTRIES = [(name, rule) for folder in RULE_FOLDERS for name in rule_files.files(folder)
+           for rule in rule_files.load(folder, name)]
 
 
-@pytest.mark.parametrize(("name", "rule"), ENTRIES, ids=[f"{n}:{r.id}" for n, r in ENTRIES])
+def test_each_folder_holds_rules_every_pattern_of_the_sentence_cutter_among_them():
+    assert [rule_files.files(folder) for folder in RULE_FOLDERS][1] == ["statements"]
+    assert all(rule_files.files(folder) for folder in RULE_FOLDERS)
+
+
+@pytest.mark.parametrize(("name", "rule"), ENTRIES, ids=[f"{r.folder.parent.name}/{n}:{r.id}" for n, r in ENTRIES])
 def test_each_rule_matches_its_examples_and_not_its_counter_examples(name, rule):
     assert rule.matches and rule.not_matches, "a rule needs examples both ways"
     assert [t for t in rule.matches if not rule.pattern.search(t)] == []

@@ -14,7 +14,7 @@ PACKAGE = ROOT / "lambdas" / "citerag"
 
 # Lower numbers sit lower. A module may import its own folder and anything strictly below it.
 LAYER = {
-    "errors": 0, "extras": 0, "jsonfiles": 0.5,
+    "errors": 0, "extras": 0, "jsonfiles": 0.5, "rules": 0.5,
     "documents": 1,
     "search": 2,
     "ingestion": 3, "citations": 3,  # the two cores: each imports the search core, neither the other

@@ -54,8 +54,9 @@ def test_the_sdist_and_wheel_pass_twine_check_and_carry_the_data_files(dist):
                  "citerag/cli/static/pdfjs/pdf.min.mjs", "citerag/cli/static/pdfjs/pdf.worker.min.mjs",
                  "citerag/cli/static/pdfjs/LICENSE", "citerag/cli/static/pdfjs/cmaps/UniJIS-UCS2-H.bcmap"):
         assert data in names
-    answerer = ROOT / "lambdas" / "citerag" / "answerer"
-    for data in [*answerer.glob("*.json"), *answerer.glob("rules/*.json")]:
+    package = ROOT / "lambdas" / "citerag"
+    for data in [*package.glob("answerer/*.json"), *package.glob("answerer/rules/*.json"),
+                 *package.glob("citations/rules/*.json")]:
         assert f"citerag/{data.relative_to(ROOT / 'lambdas' / 'citerag').as_posix()}" in names
 
 

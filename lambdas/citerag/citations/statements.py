@@ -3,14 +3,24 @@ heading or a caption, a row of a table of options or settings, a line of code, a
 
 Sentences come from `documents.text.split_sentences`; here they are joined back where a split would cut a statement
 ("the vec! macro", "enter this line:" and its command, a man page's option over its description) and cut where a
-PDF runs printed markup and prose together.
+PDF runs printed markup and prose together. Every pattern is a named entry of rules/statements.json, with why it
+exists and the lines it must and must not match (docs/answers.md "Rules as data").
 """
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
+from citerag import rules
 from citerag.documents.text import is_cjk, split_sentences
+
+_RULES = Path(__file__).parent / "rules"
+
+
+def _rule(rule_id: str) -> re.Pattern[str]:
+    return rules.compiled(_RULES, "statements", rule_id)
+
 
 _TERMINAL = tuple("。．！.!」』）)")  # "．": Japanese set with "，．", as much technical writing is
 
@@ -32,37 +42,32 @@ def looks_like_heading(text: str) -> bool:
 # as root ("You need to configure it as: # dpkg-reconfigure locales", which read as a fragment); elsewhere "#" is
 # more often a comment or a number sign. A macro ("println!(", "the vec! macro") is not the "!" that ends a sentence
 # ("…than crashing the program due to a typo!", which read as code to "How do I…") nor one after Japanese text.
-CODE = re.compile(r"(^|\s)\$ |(?:^|:\s)# [a-z]|--[a-z]|(?:^|\s)-[A-Za-z]\b(?!-)|\w::\w|[A-Za-z0-9_]!(?!\s*$)|\w\(\)"
-                  r"|\b[a-z]+_[a-z_]+\b"
-                  r"|\b(rustup|cargo|rustc) [a-z]"
-                  r"|\b(?:pip3?|npm|pnpm|yarn|brew|apt(?:-get)?|dnf|conda|gem|uv) (?:install|add)\b")
+CODE = _rule("code")
 
 
-MARKUP = re.compile(r"[<>{}|]|\]\[")
+MARKUP = _rule("markup")
 # A listing's, table's or figure's caption ("リスト8-5：添え字記法か…", "Table 3-1: Integer Types in Rust") names
 # what follows without stating anything about it, like a heading.
-CAPTION = re.compile(r"^(リスト|表|図|listing|table|figure|fig\.)\s?\d+(-\d+)?\s?[:：.]", re.I)
+CAPTION = _rule("caption")
 
 
-_ENUMERATOR = re.compile(r"^(\(?[0-9a-z]{1,3}\)|\d{1,3}(\.\d{1,3})*\.?|[a-z]\.)$", re.I)
-LEADING_ENUMERATOR = re.compile(r"^(\(?[0-9a-z]{1,3}\)|\d{1,3}(\.\d{1,3})*\.?)\s+")
+_ENUMERATOR = _rule("enumerator")
+LEADING_ENUMERATOR = _rule("leading_enumerator")
 
 
 HEADING_LINE_CHARS = 24
 # A command-line option over its description, as a man page lists them ("-i identity_file\n  Selects a file from
 # which…"): the option is what "which option…" asks for, so it reads on into the sentence under it.
-_OPTION_TERM = re.compile(r"^--?[A-Za-z0-9]")
-_DOT_COMMAND = re.compile(r"^\.[a-z]{2,}\b")
+_OPTION_TERM = _rule("option_term")
+_DOT_COMMAND = _rule("dot_command")
 # An option with its aliases and argument placeholders and nothing else on the line ("-iname pattern", "-h,
 # --human-readable", "-n, --lines=[-]NUM"): its description is on the lines under it.
-_OPTION_ALONE = re.compile(r"^--?[A-Za-z0-9][^\s,]*(?:,?\s+--?[A-Za-z0-9][^\s,]*)*"
-                           r"(?:\s+(?:[a-z_]+|[A-Z_]+|\[[^\]\s]*\])){0,2}$")
+_OPTION_ALONE = _rule("option_alone")
 # A configuration file's line, as manuals print the defaults ("opt-level = 3", "regex = { git = \"…\" }"). A
 # literal value, not code ("page = reader.pages[0]").
-_SETTING = re.compile(r"^[A-Za-z_][\w.-]*\s?=\s?(?:-?\d[\w.]*|true|false|\"[^\"]*\"|'[^']*'|\{.*\}|\[.*\])\s*(?:#.*)?$")
-_TABLE_HEADER = r"^\[[\w.\-\"]+\]"
-_TABLE = re.compile(_TABLE_HEADER + "$")
-_UNDER_TABLE = re.compile(_TABLE_HEADER + " ")
+_SETTING = _rule("setting")
+_TABLE = _rule("table")
+_UNDER_TABLE = _rule("under_table")
 
 
 def _opens_row(previous: str, line: str) -> bool:
@@ -83,7 +88,7 @@ def _is_setting(statement: str) -> bool:
 
 # A row of an HTML table as the loader writes it, each cell under its column's header ("package: ibus-unikey; popcon:
 # V:0, I:0; size: 318; supported locale: Vietnamese").
-_CELLS = re.compile(r"^[^:;\n]{1,40}: [^;\n]*(?:; [^:;\n]{1,40}: [^;\n]*)+$")
+_CELLS = _rule("cells")
 
 
 def is_row(statement: str) -> bool:
@@ -96,7 +101,7 @@ def is_row(statement: str) -> bool:
 # A particle before a word, which no Japanese sentence opens with: a line that goes on with one ("Debian\nのサーバ
 # から入手可能な…", as an HTML page wraps its source) is the start of the sentence, as a line that goes on in lower
 # case is. Not a word in kana that opens one ("はじめに、…", "のちほど").
-_GOES_ON_JA = re.compile(r"^[のをにはがへ](?![\u3040-\u309f])")
+_GOES_ON_JA = _rule("goes_on_ja")
 
 
 def _heading_line(line: str, opens_paragraph: bool, after: str) -> bool:
@@ -111,7 +116,7 @@ def _heading_line(line: str, opens_paragraph: bool, after: str) -> bool:
 # Six plain words or more: prose that names a command ("For example:\ncargo install will select the latest
 # dependencies unless\n--locked is passed in.", "…are:\nA build script prints cargo::rerun-if-changed=foo where foo
 # is a file that\ndoesn't exist…"), not the command an "enter this:" introduces ("python -m pip install rich").
-_PLAIN_WORD = re.compile(r"(?<![\w\-./:=$'\"])[A-Za-z]{2,}(?![\w\-./:=('\"])")
+_PLAIN_WORD = _rule("plain_word")
 
 
 def _reads_as_prose(line: str) -> bool:
@@ -123,14 +128,13 @@ def _reads_as_prose(line: str) -> bool:
 # as DocBook prints an inline command): cut at the line break, the sentence was a fragment and the command no
 # statement at all, so neither answered "how do I display the default target?".
 # In Japanese the word follows a clause ("…を得るには、コマンド", "以下のコマンド"), not a heading ("よく使うコマンド").
-_LEADS_INTO_COMMAND = re.compile(r"(?:\b(?:the|this|following) commands?"
-                                 r"|(?:[、，,]\s?|(?:以下|次|下記)の\s?)コマンド)$", re.I)
+_LEADS_INTO_COMMAND = _rule("leads_into_command")
 # The command: a few words, the first a lower-case name in Latin script, not prose (a placeholder may be Japanese:
 # "パッケージ名"); not a heading ("Updating the package list").
-_COMMAND_LINE = re.compile(r"^[$#]?\s?[a-z./][\w./:+=*'-]*(?:\s+[^\s。]+){0,5}(?<![.。])$")
+_COMMAND_LINE = _rule("command_line")
 # What goes on after the command: the verb that runs it ("を実行します。", "と入力してください。") or, in English, the
 # words that go on about it ("using the name of the service file.").
-_AFTER_COMMAND = re.compile(r"^(?:[をと](?:実行|入力|打|使|指定)|(?:using|with|to|in|from|as|where|for)\b).*[。.]$")
+_AFTER_COMMAND = _rule("after_command")
 
 
 def _is_command_column(piece: str) -> bool:
@@ -218,13 +222,13 @@ def split_statements(text: str, lines_wrap: bool = True) -> list[str]:
 
 
 # Where printed code or markup ends: a closing tag or brace ("} <span class=\"caption\">リスト9-4: …</span>").
-_MARKUP_END = re.compile(r"</[a-z][a-z0-9]*>|}")
+_MARKUP_END = _rule("markup_end")
 
 
 # Where a sentence ends and markup follows it with no space ("…the water tank is low.</answer><sources>…"): a
 # document that holds such text states the sentence all the same, and the markup after it made the whole read as
 # markup, so the sentence was never answered from.
-_SENTENCE_THEN_MARKUP = re.compile(r"(?<=[.!?。！？])(?=</?[A-Za-z][A-Za-z0-9]*[\s>/])")
+_SENTENCE_THEN_MARKUP = _rule("sentence_then_markup")
 
 
 def _before_markup(statement: str) -> list[str]:
@@ -258,10 +262,10 @@ def _after_markup(statement: str) -> list[str]:
 
 
 # "{}", "{:?}", "{x}": a placeholder, whose brace closes nothing printed before it.
-_PLACEHOLDER = re.compile(r"\{[^{}\s]{0,12}$")
+_PLACEHOLDER = _rule("placeholder")
 # After a closing brace: closing punctuation (no sentence starts with it) and a short run of Latin text, up to
 # Japanese prose.
-_CODE_TAIL = re.compile(r"^['\"`),;:\]][^\u3000-\u9fff\uff00-\uffef]{0,80}?([\u3000-\u9fff\uff00-\uffef].*)$", re.S)
+_CODE_TAIL = _rule("code_tail")
 
 
 def is_code_line(statement: str) -> bool:
@@ -275,9 +279,8 @@ def is_code_line(statement: str) -> bool:
 # The end of a statement that leads into its command without a colon (`_LEADS_INTO_COMMAND`): a command with the
 # marks a command has in its first words ("get-default", "--status", a path), not "the command line interface" cut
 # at a page break nor "Use the command line to edit /etc/fstab".
-_ENDS_WITH_COMMAND = re.compile(r"(?:\b(?:the|this|following) commands?|コマンド) (?!(?:line|prompt|name|output"
-                                r"|history|shell|is|was|to|and|or)\b)([$#]?\s?[a-z./][^\s。]*(?:\s+[^\s。]+)?)"
-                                r"(?:\s+[^\s。]+){0,4}$", re.I)
+_ENDS_WITH_COMMAND = _rule("ends_with_command")
+_COMMAND_MARK = _rule("command_mark")  # "get-default", "--status", a path: what a word of prose has not
 
 
 def runs_into_command(text: str) -> bool:
@@ -286,7 +289,7 @@ def runs_into_command(text: str) -> bool:
     if text.endswith((*_TERMINAL, "?", "？")):
         return False  # "…only if they are on the command line." ends a sentence
     tail = _ENDS_WITH_COMMAND.search(text[-120:])
-    return tail is not None and bool(re.search(r"[-/.$_=]", tail.group(1)))
+    return tail is not None and bool(_COMMAND_MARK.search(tail.group(1)))
 
 
 def ends_statement(text: str) -> bool:
