@@ -19,7 +19,10 @@ from pathlib import Path
 
 from citerag.answerer.ranking import Candidate, Order, _heading, _under
 from citerag.bench import answers as ab
+from citerag.bench import answers_jaquad
+from citerag.bench.agent import load_answers, without_answer_documents
 from citerag.bench.metrics import wilson_interval
+from citerag.bench.retrieval import Dataset, doc_text, load_dataset
 from citerag.citations.statements import split_statements
 from citerag.components import Components
 from citerag.search.passage import Passage
@@ -39,7 +42,7 @@ ROW_FIELDS = ("id", "lang", "answerable", "right", "features", "misattributed")
 CANDIDATE_FIELDS = ("rank", "pos", "last", "text", "lexical", "similarity", "factor", "bonus", "score", "evidence")
 # What a captured row holds beyond its fields (its candidates' statements and lengths, the question's text, which the
 # learned order reads): a cache of an older layout is not read.
-CAPTURED = "units-lengths-question"
+CAPTURED = "units-lengths-question-passages"
 
 
 def key(family: Path, hand: bool = False) -> str:
@@ -101,9 +104,14 @@ def rows_of(family: Path, cache: Path, *, ranking: str = "default", order: Order
     cached = cache_file(family, cache, ranking=ranking, order_key=order_key, capture=capture)
     if cached.exists():
         return json.loads(cached.read_text(encoding="utf-8"))
-    ds = ab.load(family)
+    return _asked(ab.load(family), family.name, cached, ranking=ranking, order=order, capture=capture)
+
+
+def _asked(ds: ab.AnswerSet, name: str, cached: Path, *, ranking: str, order: Order | None,
+           capture: bool) -> list[dict]:
+    """Ask every question of `ds` (see `rows_of`) and write its rows to `cached`."""
     questions = [q for q in ds.questions if q.split in ("dev", "test")]
-    texts = ab.DocTexts(ds.docs) if capture else None
+    texts = ab.DocTexts(ds.docs, ds.texts) if capture else None
     calls: list[tuple[Query, list[Passage], list[Candidate]]] = []
     captured: dict[int, tuple[Query, list[Passage], list[Candidate]]] = {}
     settings = {} if ranking == "default" else {"answer_ranking": "hand" if order is not None else ranking}
@@ -117,7 +125,7 @@ def rows_of(family: Path, cache: Path, *, ranking: str = "default", order: Order
             return inner(query, usable, candidates) if inner is not None else candidates
 
         def progress(i: int, n: int) -> None:
-            print(f"\r{family.name}: {i}/{n}", end="", file=sys.stderr)
+            print(f"\r{name}: {i}/{n}", end="", file=sys.stderr)
             # The question's last weighing (a wrong answer is weighed again, on the same passages, to say why).
             mine = [c for c in calls if c[0].text == questions[i - 1].question] \
                 or [c for c in calls if c[0].text != "warm up"]
@@ -131,16 +139,66 @@ def rows_of(family: Path, cache: Path, *, ranking: str = "default", order: Order
     print(file=sys.stderr)
     rows = []
     for i, r in enumerate(res["rows"]):
-        row = {k: r[k] for k in ROW_FIELDS} | {"family": family.name}
+        row = {k: r[k] for k in ROW_FIELDS} | {"family": name}
         q = questions[i]
         if capture and i in captured and texts is not None:
             _, usable, candidates = captured[i]
             row["candidates"] = _labelled(q, usable, candidates, texts)
+            row["passage_scores"] = [p.score for p in usable]
             row["question"] = q.question
         rows.append(row)
-    cache.mkdir(parents=True, exist_ok=True)
+    cached.parent.mkdir(parents=True, exist_ok=True)
     cached.write_text(json.dumps(rows, ensure_ascii=False), encoding="utf-8")
     return rows
+
+
+# `citerag bench-answers <jaquad> --questions 400` asks these (and `bench-agent jaquad` fewer): neither they, nor the
+# questions before the last of them, nor any question on one of their paragraphs is learned from.
+JAQUAD_BENCHED = 400
+
+
+def jaquad_set(folder: Path, benched: int = JAQUAD_BENCHED) -> ab.AnswerSet:
+    """JaQuAD questions the benches never ask, each answerable from an index of every paragraph none of the asked
+    ones uses (the bench's own choice of paragraphs does not apply: every question here is answerable). A candidate
+    holds the fact when it holds a gold answer and comes from the question's own paragraph."""
+    asked = {q.id.split("-", 1)[1] for q in answers_jaquad.load(folder, benched).questions}
+    answers = load_answers(folder)
+    ids = list(answers)
+    reach = max(ids.index(q) for q in asked) + 1
+    used = {str(answers[q]["context_doc"]) for q in ids[:reach]}
+    qrels = folder / "qrels_context_only.tsv"
+    ds = without_answer_documents(load_dataset(folder, qrels if qrels.is_file() else None), answers,
+                                  folder / "qrels.tsv")
+    indexed = [d for d in ds.corpus if d["_id"] not in used]
+    texts = {f"{ds.name}:{d['_id']}": ab.squash(doc_text(d)) for d in indexed}
+    questions = []
+    for qid in ids[reach:]:
+        row, source = answers[qid], f"{ds.name}:{answers[qid]['context_doc']}"
+        gold = [a for a in row["answers"] if a.strip()][:10]
+        facts = [ab.squash(a) for a in gold]
+        text = ds.queries.get(qid, "")
+        if source not in texts or not text or not qid.isdigit() or len(qid) > 5 \
+                or not any(f in texts[source] for f in facts):
+            continue
+        # Only its own paragraph: a short answer ("8号", "1976年") found in another is mostly another fact.
+        questions.append(ab.Question(id=f"jq-{qid}", lang="ja", question=text[:1000], answerable=True, answers=gold,
+                                     file=source))
+    if not questions:
+        raise SystemExit(f"{folder}: no JaQuAD question past the benched ones has its answer in its paragraph")
+    return ab.AnswerSet(root=folder, docs=[], questions=questions,
+                       corpus=Dataset(name=ds.name, corpus=indexed, queries={}, qrels={}), texts=texts)
+
+
+def jaquad_rows(folder: Path, cache: Path) -> list[dict]:
+    """The rows (hand order, captured) of `jaquad_set`'s questions, family "jaquad", cached in `cache`."""
+    folder = Path(folder)
+    if not answers_jaquad.is_jaquad(folder):
+        raise SystemExit(f"{folder} is not a JaQuAD folder (answers.jsonl, corpus.jsonl, queries.jsonl)")
+    tag = hashlib.sha256(f"jaquad|{JAQUAD_BENCHED}|{CAPTURED}".encode()).hexdigest()[:8]
+    cached = cache / f"jaquad-{key(folder, hand=True)}-{tag}.json"
+    if cached.exists():
+        return json.loads(cached.read_text(encoding="utf-8"))
+    return _asked(jaquad_set(folder), "jaquad", cached, ranking="hand", order=None, capture=True)
 
 
 def pool_arguments(description: str, rows: str) -> argparse.ArgumentParser:

@@ -126,3 +126,60 @@ def test_the_training_script_reports_family_held_out_figures_bit_for_bit(tmp_pat
     data = json.loads((tmp_path / "report1.json").read_text())["held_out"]["en"]
     assert data["first_holds_hand"]["right"] == 0 and data["first_holds_learned"]["right"] == 90
     assert SentenceModel.load(tmp_path / "model1.json").names == FEATURES
+
+
+def test_a_candidate_from_a_passage_search_scored_far_lower_can_be_put_after_one_from_the_best_passage():
+    # The hand score ranks the sentence of the weaker passage first; the search scored its passage far lower.
+    hand = [cand(1, 0, "The pre-filter can be washed.", 0.9), cand(0, 2, "Replace the filter every 12 months.", 0.8)]
+    passages = [Passage(text="a", score=0.95), Passage(text="b", score=0.40)]
+    query = analyze("How often do I replace the filter?")
+    assert weighing("passage_gap", 1.0).order(query, passages, hand)[0] is hand[1]
+    column = features("en", hand, query.text, [p.score for p in passages])[:, FEATURES.index("passage_gap")]
+    assert np.allclose(column, [-0.55, 0.0])
+    # Without the passages' scores (an older row) the column says nothing.
+    assert features("en", hand, query.text)[:, FEATURES.index("passage_gap")].tolist() == [0.0, 0.0]
+
+
+def test_a_question_weighed_twice_fits_as_if_it_were_asked_twice():
+    rng = np.random.default_rng(11)
+    groups = []
+    for _ in range(12):
+        cands = [cand(0, i, f"Sentence {i}.", float(rng.uniform(0.3, 1.0)), bonus=float(rng.uniform(0, 0.2)))
+                 for i in range(5)]
+        groups.append((features("en", cands), np.array([1.0 if i == int(rng.integers(5)) else 0.0
+                                                        for i in range(5)])))
+    groups = [g for g in groups if g[1].sum()]
+    twice = model_from(groups + groups[:1])
+    weighed = model_from(groups, weights=[2.0] + [1.0] * (len(groups) - 1))
+    assert np.allclose(twice.weights, weighed.weights, atol=1e-6)
+    assert not np.allclose(model_from(groups).weights, weighed.weights, atol=1e-6)
+    # Weights of one each change nothing, bit for bit: the committed model stays reproducible.
+    assert model_from(groups, weights=[1.0] * len(groups)).mean == model_from(groups).mean
+
+
+def test_jaquad_questions_for_training_are_none_the_bench_asks_nor_on_their_paragraphs(tmp_path):
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import pool_rows
+    finally:
+        sys.path.pop(0)
+    paragraphs = {"100": "北斗は一九〇一年に完成した。", "101": "南星は白い石で造られた。",
+                  "102": "東門の設計者は佐藤である。", "103": "西塔は三階建てである。",
+                  "104": "中庭には古い井戸がある。"}
+    asked = [("1", "100", "一九〇一年", "北斗はいつ完成した?"), ("2", "101", "白い石", "南星は何で造られた?"),
+             ("3", "100", "北斗", "一九〇一年に完成したのは?"), ("4", "102", "佐藤", "東門の設計者は誰?"),
+             ("5", "103", "五階", "西塔は何階建て?"), ("6", "104", "古い井戸", "中庭には何がある?")]
+    (tmp_path / "corpus.jsonl").write_text("".join(
+        json.dumps({"_id": k, "title": "建物", "text": v}, ensure_ascii=False) + "\n" for k, v in paragraphs.items()))
+    (tmp_path / "queries.jsonl").write_text("".join(
+        json.dumps({"_id": q, "text": t}, ensure_ascii=False) + "\n" for q, _, _, t in asked))
+    (tmp_path / "answers.jsonl").write_text("".join(
+        json.dumps({"_id": q, "answers": [a], "context_doc": c}, ensure_ascii=False) + "\n" for q, c, a, _ in asked))
+    qrels = "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{c}\t1\n" for q, c, _, _ in asked)
+    (tmp_path / "qrels.tsv").write_text(qrels)
+    (tmp_path / "qrels_context_only.tsv").write_text(qrels)
+    # The bench asks the first two: the third is on the first one's paragraph, the fifth's answer is not in its own.
+    found = pool_rows.jaquad_set(tmp_path, benched=2)
+    assert [q.id for q in found.questions] == ["jq-4", "jq-6"]
+    assert all(q.answerable and q.file.endswith(c) for q, c in zip(found.questions, ("102", "104"), strict=True))
+    assert {d["_id"] for d in found.corpus.corpus} == {"102", "103", "104"}

@@ -20,7 +20,7 @@ WEIGHTS = Path(__file__).with_name("sentence_model.json")
 FEATURES = ("score", "score_gap", "hand_rank", "lexical", "lexical_gap", "cosine", "cosine_gap", "cosine_rank",
             "evidence_gap", "log_factor", "kind", "pair", "passage_rank", "first", "position", "length",
             "ja_score_gap", "ja_lexical_gap", "ja_cosine_gap", "ja_cosine_rank", "ja_kind", "ja_length",
-            "ja_passage_rank", "asked_item")
+            "ja_passage_rank", "asked_item", "passage_gap")
 PAIR_COST = rules.number("pair_cost")  # taken back out of the bonus, so `kind` is the kind evidence alone
 
 
@@ -34,7 +34,16 @@ def _asked_items(question: str, candidates: Sequence[Candidate]) -> np.ndarray:
     return np.array([float(bool(item.match(c.text))) for c in candidates])
 
 
-def features(lang: str, candidates: Sequence[Candidate], question: str = "") -> np.ndarray:
+def _passage_gaps(scores: Sequence[float] | None, candidates: Sequence[Candidate]) -> np.ndarray:
+    """How far below the best passage search scored each candidate's passage (0 without the scores)."""
+    if not scores:
+        return np.zeros(len(candidates))
+    top = max(scores)
+    return np.array([scores[c.rank] - top if c.rank < len(scores) else 0.0 for c in candidates])
+
+
+def features(lang: str, candidates: Sequence[Candidate], question: str = "",
+             passage_scores: Sequence[float] | None = None) -> np.ndarray:
     """One row per candidate (in FEATURES order), each read against the best of the question's candidates: the
     cosines of the bundled model sit in a narrow band whose level differs per question. `question`: its text, which
     `asked_item` reads (without it, that column is 0)."""
@@ -61,6 +70,7 @@ def features(lang: str, candidates: Sequence[Candidate], question: str = "") -> 
         "position": np.log1p(np.array([float(c.pos) for c in candidates])),
         "length": np.log(np.array([max(len(c.text), 1) for c in candidates], dtype=np.float64)),
         "asked_item": _asked_items(question, candidates),
+        "passage_gap": _passage_gaps(passage_scores, candidates),
     }
     for name in ("score_gap", "lexical_gap", "cosine_gap", "cosine_rank", "kind", "length", "passage_rank"):
         cols[f"ja_{name}"] = ja * cols[name]
@@ -75,8 +85,9 @@ class SentenceModel:
     scale: tuple[float, ...]
     weights: tuple[float, ...]
 
-    def scores(self, lang: str, candidates: Sequence[Candidate], question: str = "") -> np.ndarray:
-        x = features(lang, candidates, question)
+    def scores(self, lang: str, candidates: Sequence[Candidate], question: str = "",
+               passage_scores: Sequence[float] | None = None) -> np.ndarray:
+        x = features(lang, candidates, question, passage_scores)
         if tuple(self.names) != FEATURES:
             raise ValueError("sentence_model.json was trained on other features: retrain it (scripts/train_ranker.py)")
         return ((x - np.array(self.mean)) / np.array(self.scale)) @ np.array(self.weights)
@@ -84,7 +95,7 @@ class SentenceModel:
     def order(self, query: Query, usable: list[Passage], candidates: list[Candidate]) -> list[Candidate]:
         if len(candidates) < 2:
             return candidates
-        s = self.scores(query.lang, candidates, query.text)
+        s = self.scores(query.lang, candidates, query.text, [p.score for p in usable])
         return [candidates[i] for i in np.argsort(-s, kind="stable")]
 
     @classmethod
@@ -94,25 +105,37 @@ class SentenceModel:
                    weights=tuple(data["weights"]))
 
 
-def fit(groups: Sequence[tuple[np.ndarray, np.ndarray]], *, l2: float = 1.0,
-        iterations: int = 50) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def fit(groups: Sequence[tuple[np.ndarray, np.ndarray]], *, l2: float = 1.0, iterations: int = 50,
+        weights: Sequence[float] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Listwise (softmax over each question's candidates, the target spread over those that hold the fact), L2, by
-    Newton's method from zero: the same (features, labels) per question give the same (weights, mean, scale)."""
-    groups = [(x, y) for x, y in groups if len(x) and y.sum() > 0]
-    if not groups:
+    Newton's method from zero: the same (features, labels) per question give the same (weights, mean, scale).
+    `weights`: one per question, how much its loss counts (and its candidates in the mean and scale); 1 each
+    without."""
+    weighted = weights is not None
+    per = list(weights) if weights is not None else [1.0] * len(groups)
+    if len(per) != len(groups):
+        raise ValueError("one weight per question")
+    kept = [(x, y, v) for (x, y), v in zip(groups, per, strict=True) if len(x) and y.sum() > 0 and v > 0]
+    if not kept:
         raise ValueError("no question with a candidate that holds the fact: nothing to fit")
-    stacked = np.vstack([x for x, _ in groups])
-    mean = stacked.mean(axis=0)
-    scale = stacked.std(axis=0)
+    stacked = np.vstack([x for x, _, _ in kept])
+    if weighted:
+        rows = np.concatenate([np.full(len(x), v) for x, _, v in kept])
+        mean = np.average(stacked, axis=0, weights=rows)
+        scale = np.sqrt(np.average((stacked - mean) ** 2, axis=0, weights=rows))
+    else:
+        mean = stacked.mean(axis=0)
+        scale = stacked.std(axis=0)
     scale[scale < 1e-9] = 1.0
-    zs = [((x - mean) / scale, y / y.sum()) for x, y in groups]
+    zs = [((x - mean) / scale, y / y.sum(), v) for x, y, v in kept]
 
     def loss(w: np.ndarray) -> float:
         total = 0.5 * l2 * float(w @ w)
-        for z, t in zs:
+        for z, t, v in zs:
             s = z @ w
             top = s.max()
-            total += float(top + np.log(np.exp(s - top).sum()) - t @ s)
+            term = float(top + np.log(np.exp(s - top).sum()) - t @ s)
+            total += v * term if weighted else term
         return total
 
     w = np.zeros(stacked.shape[1])
@@ -120,13 +143,17 @@ def fit(groups: Sequence[tuple[np.ndarray, np.ndarray]], *, l2: float = 1.0,
     for _ in range(iterations):
         gradient = l2 * w
         hessian = np.diag(np.full(len(w), l2))
-        for z, t in zs:
+        for z, t, v in zs:
             s = z @ w
             p = np.exp(s - s.max())
             p /= p.sum()
-            gradient = gradient + z.T @ (p - t)
             zp = z.T @ p
-            hessian = hessian + (z * p[:, None]).T @ z - np.outer(zp, zp)
+            if weighted:
+                gradient = gradient + v * (z.T @ (p - t))
+                hessian = hessian + v * ((z * p[:, None]).T @ z - np.outer(zp, zp))
+            else:
+                gradient = gradient + z.T @ (p - t)
+                hessian = hessian + (z * p[:, None]).T @ z - np.outer(zp, zp)
         step = np.linalg.solve(hessian, gradient)
         # Damped: halve the step until the loss falls (a full Newton step may overshoot far from the optimum).
         for _ in range(30):
@@ -140,7 +167,9 @@ def fit(groups: Sequence[tuple[np.ndarray, np.ndarray]], *, l2: float = 1.0,
     return w, mean, scale
 
 
-def model_from(groups: Sequence[tuple[np.ndarray, np.ndarray]], l2: float = 1.0) -> SentenceModel:
-    weights, mean, scale = fit(groups, l2=l2)
+def model_from(groups: Sequence[tuple[np.ndarray, np.ndarray]], l2: float = 1.0,
+               weights: Sequence[float] | None = None) -> SentenceModel:
+    """The order fit on `groups` (see `fit`; `weights`, one per question, how much each counts)."""
+    w, mean, scale = fit(groups, l2=l2, weights=weights)
     return SentenceModel(names=FEATURES, mean=tuple(map(float, mean)), scale=tuple(map(float, scale)),
-                         weights=tuple(map(float, weights)))
+                         weights=tuple(map(float, w)))
