@@ -136,6 +136,8 @@ def test_a_candidate_from_a_passage_search_scored_far_lower_can_be_put_after_one
     assert weighing("passage_gap", 1.0).order(query, passages, hand)[0] is hand[1]
     column = features("en", hand, query.text, [p.score for p in passages])[:, FEATURES.index("passage_gap")]
     assert np.allclose(column, [-0.55, 0.0])
+    # A reranker's scores run wider than the fusion's the order was fit on: the gap stays within [-1, 0].
+    assert features("en", hand, query.text, [7.5, -2.0])[:, FEATURES.index("passage_gap")].tolist() == [-1.0, 0.0]
     # Without the passages' scores (an older row) the column says nothing.
     assert features("en", hand, query.text)[:, FEATURES.index("passage_gap")].tolist() == [0.0, 0.0]
 

@@ -35,11 +35,12 @@ def _asked_items(question: str, candidates: Sequence[Candidate]) -> np.ndarray:
 
 
 def _passage_gaps(scores: Sequence[float] | None, candidates: Sequence[Candidate]) -> np.ndarray:
-    """How far below the best passage search scored each candidate's passage (0 without the scores)."""
+    """How far below the best passage search scored each candidate's passage (0 without the scores). Bounded to
+    [-1, 0], the range of the default (convex) fusion's scores the order was fit on: a reranker's scores run wider."""
     if not scores:
         return np.zeros(len(candidates))
     top = max(scores)
-    return np.array([scores[c.rank] - top if c.rank < len(scores) else 0.0 for c in candidates])
+    return np.array([max(scores[c.rank] - top, -1.0) if c.rank < len(scores) else 0.0 for c in candidates])
 
 
 def features(lang: str, candidates: Sequence[Candidate], question: str = "",
