@@ -24,6 +24,7 @@ from citerag.search.sparse import CorpusStats
 ANSWER_MIN_SCORE = rules.number("answer_min_score")
 UNKNOWN_WORD_MIN_SCORE = rules.number("unknown_word_min_score")
 UNKNOWN_KANA_WORD_MIN_SCORE = rules.number("unknown_kana_word_min_score")
+HELD_PASSAGE_MIN_SCORE = rules.number("held_passage_min_score")
 RUNNER_UP_RATIO = rules.number("runner_up_ratio")
 EXTEND_RATIO = rules.number("extend_ratio")
 EXTEND_LOOK = rules.number("extend_look")
@@ -169,9 +170,16 @@ class RuleGate:
     """The hand-set thresholds (`CITERAG_ANSWER_MIN_SCORE`, docs/answers.md "When it refuses")."""
     min_score: Threshold = 0.0
     unknown_word_min_score: Threshold | None = None
+    # The floor when the answer's passage holds every word of the question (None: rules/numbers.json's).
+    held_passage_min_score: Threshold | None = None
 
     def judge(self, lang: str, features: Mapping[str, float]) -> tuple[bool, float | None, float | None]:
         floor = _for(self.min_score, lang)
+        if features.get("passage_lacks", 1.0) <= 0.0:
+            # A near miss asks for what the documents lack, mostly a word no passage of them holds: with every word
+            # of the question in the answer's passage, a sentence that says it in other words is weighed as English.
+            held = HELD_PASSAGE_MIN_SCORE if self.held_passage_min_score is None else self.held_passage_min_score
+            floor = min(floor, _for(held, lang))
         latin = _for(UNKNOWN_WORD_MIN_SCORE if self.unknown_word_min_score is None else self.unknown_word_min_score,
                      lang)
         # Asked for code, a katakana word is a technical term, whose absence weighs as a Latin identifier's does.
