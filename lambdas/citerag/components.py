@@ -408,8 +408,8 @@ class Components:
             estimate = LogisticGate.load()
         if s.answer_min_score is not None:
             # One threshold for every language, whatever the passage holds.
-            gate = RuleGate(s.answer_min_score, held_passage_min_score=s.answer_min_score) \
-                if s.answer_min_score > 0 else None
+            gate = RuleGate(s.answer_min_score, held_passage_min_score=s.answer_min_score,
+                            covered_passage_min_score=s.answer_min_score) if s.answer_min_score > 0 else None
         elif semantic and s.answer_gate == "learned":
             gate = estimate
         elif semantic and s.answer_gate == "rules":

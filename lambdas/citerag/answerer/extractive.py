@@ -25,6 +25,8 @@ ANSWER_MIN_SCORE = rules.number("answer_min_score")
 UNKNOWN_WORD_MIN_SCORE = rules.number("unknown_word_min_score")
 UNKNOWN_KANA_WORD_MIN_SCORE = rules.number("unknown_kana_word_min_score")
 HELD_PASSAGE_MIN_SCORE = rules.number("held_passage_min_score")
+COVERED_PASSAGE_MIN_SCORE = rules.number("covered_passage_min_score")
+COVERED_PASSAGE_MIN_SHARE = rules.number("covered_passage_min_share")
 RUNNER_UP_RATIO = rules.number("runner_up_ratio")
 EXTEND_RATIO = rules.number("extend_ratio")
 EXTEND_LOOK = rules.number("extend_look")
@@ -170,16 +172,22 @@ class RuleGate:
     """The hand-set thresholds (`CITERAG_ANSWER_MIN_SCORE`, docs/answers.md "When it refuses")."""
     min_score: Threshold = 0.0
     unknown_word_min_score: Threshold | None = None
-    # The floor when the answer's passage holds every word of the question (None: rules/numbers.json's).
+    # The floors when the answer's passage holds every word of the question, or most of its weight (None:
+    # rules/numbers.json's).
     held_passage_min_score: Threshold | None = None
+    covered_passage_min_score: Threshold | None = None
 
     def judge(self, lang: str, features: Mapping[str, float]) -> tuple[bool, float | None, float | None]:
         floor = _for(self.min_score, lang)
+        # A near miss asks for what the documents lack, mostly a word no passage of them holds: the more of the
+        # question the answer's passage holds, the less evidence a sentence that says it in other words needs.
         if features.get("passage_lacks", 1.0) <= 0.0:
-            # A near miss asks for what the documents lack, mostly a word no passage of them holds: with every word
-            # of the question in the answer's passage, a sentence that says it in other words is weighed as English.
             held = HELD_PASSAGE_MIN_SCORE if self.held_passage_min_score is None else self.held_passage_min_score
             floor = min(floor, _for(held, lang))
+        elif features.get("passage_cover", 0.0) >= COVERED_PASSAGE_MIN_SHARE:
+            covered = COVERED_PASSAGE_MIN_SCORE if self.covered_passage_min_score is None \
+                else self.covered_passage_min_score
+            floor = min(floor, _for(covered, lang))
         latin = _for(UNKNOWN_WORD_MIN_SCORE if self.unknown_word_min_score is None else self.unknown_word_min_score,
                      lang)
         # Asked for code, a katakana word is a technical term, whose absence weighs as a Latin identifier's does.
