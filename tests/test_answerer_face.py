@@ -19,6 +19,7 @@ from citerag.answerer.extractive import (
     COVERED_PASSAGE_MIN_SHARE,
     RuleGate,
     decide,
+    rules_gate,
 )
 from citerag.answerers import open_answerer
 from citerag.citations.decision import Reason
@@ -62,18 +63,18 @@ def test_a_japanese_answer_under_the_floor_is_given_when_its_passage_holds_the_w
                 "既定の書体を変更する命令は \\rubyfont である。")
     lacks = _ja("この節ではルビ文字の書体について述べる。親文字の大きさは本文と同じである。"
                 "既定の書体を変更する命令は \\rubyfont である。")
-    picked, decision = decide(question, [holds], gate=RuleGate(ANSWER_MIN_SCORE))
+    picked, decision = decide(question, [holds], gate=rules_gate())
     assert decision.features["evidence"] < ANSWER_MIN_SCORE["ja"] and decision.features["passage_lacks"] == 0.0
     assert decision.answered and any("\\rubyfont" in p.sentence for p in picked)
     # The same sentence, in a passage that lacks one word of the question (フォント): a near miss's shape, refused.
-    refused, why = decide(question, [lacks], gate=RuleGate(ANSWER_MIN_SCORE))
+    refused, why = decide(question, [lacks], gate=rules_gate())
     assert refused == [] and why.reason is Reason.NOT_ANSWERABLE and why.features["passage_lacks"] > 0.0
     # It holds most of the question's weight, and the sentence is under that passage's floor too.
     assert why.features["passage_cover"] >= COVERED_PASSAGE_MIN_SHARE
     assert why.features["evidence"] < COVERED_PASSAGE_MIN_SCORE["ja"]
     # A passage that holds most of the question's words asks for more evidence, which a pair that says more has.
     closer = _ja("ルビ文字の書体は親文字と同じものが既定である。これを変更する命令は \\rubyfont である。")
-    picked, covered = decide(question, [closer], gate=RuleGate(ANSWER_MIN_SCORE))
+    picked, covered = decide(question, [closer], gate=rules_gate())
     assert covered.features["passage_lacks"] > 0.0 and covered.features["passage_cover"] >= COVERED_PASSAGE_MIN_SHARE
     assert COVERED_PASSAGE_MIN_SCORE["ja"] <= covered.features["evidence"] < ANSWER_MIN_SCORE["ja"]
     assert covered.answered and any("\\rubyfont" in p.sentence for p in picked)

@@ -172,8 +172,8 @@ class RuleGate:
     """The hand-set thresholds (`CITERAG_ANSWER_MIN_SCORE`, docs/answers.md "When it refuses")."""
     min_score: Threshold = 0.0
     unknown_word_min_score: Threshold | None = None
-    # The floors when the answer's passage holds every word of the question, or most of its weight (None:
-    # rules/numbers.json's).
+    # The floors when the answer's passage holds every word of the question, or most of its weight (None: the one
+    # floor above; `rules_gate` gives rules/numbers.json's).
     held_passage_min_score: Threshold | None = None
     covered_passage_min_score: Threshold | None = None
 
@@ -181,13 +181,11 @@ class RuleGate:
         floor = _for(self.min_score, lang)
         # A near miss asks for what the documents lack, mostly a word no passage of them holds: the more of the
         # question the answer's passage holds, the less evidence a sentence that says it in other words needs.
-        if features.get("passage_lacks", 1.0) <= 0.0:
-            held = HELD_PASSAGE_MIN_SCORE if self.held_passage_min_score is None else self.held_passage_min_score
-            floor = min(floor, _for(held, lang))
-        elif features.get("passage_cover", 0.0) >= COVERED_PASSAGE_MIN_SHARE:
-            covered = COVERED_PASSAGE_MIN_SCORE if self.covered_passage_min_score is None \
-                else self.covered_passage_min_score
-            floor = min(floor, _for(covered, lang))
+        if features.get("passage_lacks", 1.0) <= 0.0 and self.held_passage_min_score is not None:
+            floor = min(floor, _for(self.held_passage_min_score, lang))
+        elif features.get("passage_cover", 0.0) >= COVERED_PASSAGE_MIN_SHARE \
+                and self.covered_passage_min_score is not None:
+            floor = min(floor, _for(self.covered_passage_min_score, lang))
         latin = _for(UNKNOWN_WORD_MIN_SCORE if self.unknown_word_min_score is None else self.unknown_word_min_score,
                      lang)
         # Asked for code, a katakana word is a technical term, whose absence weighs as a Latin identifier's does.
@@ -196,6 +194,12 @@ class RuleGate:
         answered = features["kind_found"] and features["evidence"] >= max(floor, unknown) and features["about"] \
             and features["says_asked"]
         return bool(answered), None, None
+
+
+def rules_gate() -> RuleGate:
+    """The default gate (`CITERAG_ANSWER_GATE=rules`): rules/numbers.json's floors."""
+    return RuleGate(ANSWER_MIN_SCORE, held_passage_min_score=HELD_PASSAGE_MIN_SCORE,
+                    covered_passage_min_score=COVERED_PASSAGE_MIN_SCORE)
 
 
 def _missing(query: Query, stats: CorpusStats | None, texts: list[str]) -> tuple[float, float]:
