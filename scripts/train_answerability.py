@@ -30,7 +30,7 @@ from train_ranker import L2 as RANKER_L2
 from train_ranker import groups, model_key
 
 from citerag.answerer.answerability import gate_from
-from citerag.answerer.extractive import ANSWER_MIN_SCORE, RuleGate
+from citerag.answerer.extractive import rules_gate
 from citerag.answerer.sentence_model import model_from
 from citerag.bench import answers as ab
 from citerag.bench.metrics import wilson_interval
@@ -255,7 +255,7 @@ def main() -> None:
     test = [i for i, r in enumerate(rows) if r["family"] in TEST_FAMILIES]
     report["held_out_test_families"] = figures([rows[i] for i in test], pool_decided[test])
     # The hand-set rules on the same rows, for comparison (they read the same features).
-    rules = RuleGate(ANSWER_MIN_SCORE)
+    rules = rules_gate()
     by_rules = np.array([bool(r["features"]) and rules.judge(r["lang"], r["features"])[0] for r in rows])
     report["rules"] = figures(rows, by_rules)
     report["rules_test_families"] = figures([rows[i] for i in test], by_rules[test])

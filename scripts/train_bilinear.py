@@ -56,7 +56,7 @@ from train_answerability import held_out as gate_held_out
 from train_ranker import L2 as RANKER_L2
 
 from citerag.adapters.embedders import embedding_similarity
-from citerag.answerer.extractive import ANSWER_MIN_SCORE, RuleGate
+from citerag.answerer.extractive import rules_gate
 from citerag.answerer.ranking import HEADING_CHARS, _under
 from citerag.answerer.sentence_model import features as order_features
 from citerag.answerer.sentence_model import fit as order_fit
@@ -352,7 +352,7 @@ def rules_and_score(items: list[dict], raw: dict[str, dict[int, np.ndarray]]) ->
     test families."""
     rows = [it["row"] for it in items]
     dev = np.array([r["family"] not in TEST_FAMILIES for r in rows])
-    rules = RuleGate(ANSWER_MIN_SCORE)
+    rules = rules_gate()
     by_rules = np.array([bool(r["features"]) and rules.judge(r["lang"], r["features"])[0] for r in rows])
     first = np.array([raw[it["family"]][it["i"]][0] if len(it["y"]) else -np.inf for it in items])
     out: dict = {}

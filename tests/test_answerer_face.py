@@ -13,7 +13,14 @@ import pytest
 from typer.testing import CliRunner
 
 from citerag.answerer.answerability import WEIGHTS, LogisticGate, fit, gate_from
-from citerag.answerer.extractive import RuleGate, decide
+from citerag.answerer.extractive import (
+    ANSWER_MIN_SCORE,
+    COVERED_PASSAGE_MIN_SCORE,
+    COVERED_PASSAGE_MIN_SHARE,
+    RuleGate,
+    decide,
+    rules_gate,
+)
 from citerag.answerers import open_answerer
 from citerag.citations.decision import Reason
 from citerag.cli import app
@@ -42,6 +49,38 @@ def test_a_refusal_names_its_reason_and_an_answer_names_what_chose_each_sentence
     # A gate that refuses says so by name, with the features it read.
     refused, gated = decide("How much does a replacement filter cost?", manual, gate=RuleGate(0.5))
     assert refused == [] and gated.reason is Reason.NOT_ANSWERABLE and gated.features["says_asked"] == 0.0
+
+
+def _ja(text: str) -> Passage:
+    return Passage(text=text, uri="file:///ruby.md", title="組版の手引き", section="組版の手引き > 使い方",
+                   source_id="S1", relevant=True, lang="ja")
+
+
+def test_a_japanese_answer_under_the_floor_is_given_when_its_passage_holds_the_words_of_the_question():
+    question = "ルビ文字の既定のフォントを変更する命令は何ですか？"
+    # The fact is said in other words (書体 for フォント); the passage names the font two sentences before.
+    holds = _ja("この節ではルビ文字のフォントについて述べる。親文字の大きさは本文と同じである。"
+                "既定の書体を変更する命令は \\rubyfont である。")
+    lacks = _ja("この節ではルビ文字の書体について述べる。親文字の大きさは本文と同じである。"
+                "既定の書体を変更する命令は \\rubyfont である。")
+    picked, decision = decide(question, [holds], gate=rules_gate())
+    assert decision.features["evidence"] < ANSWER_MIN_SCORE["ja"] and decision.features["passage_lacks"] == 0.0
+    assert decision.answered and any("\\rubyfont" in p.sentence for p in picked)
+    # The same sentence, in a passage that lacks one word of the question (フォント): a near miss's shape, refused.
+    refused, why = decide(question, [lacks], gate=rules_gate())
+    assert refused == [] and why.reason is Reason.NOT_ANSWERABLE and why.features["passage_lacks"] > 0.0
+    # It holds most of the question's weight, and the sentence is under that passage's floor too.
+    assert why.features["passage_cover"] >= COVERED_PASSAGE_MIN_SHARE
+    assert why.features["evidence"] < COVERED_PASSAGE_MIN_SCORE["ja"]
+    # A passage that holds most of the question's words asks for more evidence, which a pair that says more has.
+    closer = _ja("ルビ文字の書体は親文字と同じものが既定である。これを変更する命令は \\rubyfont である。")
+    picked, covered = decide(question, [closer], gate=rules_gate())
+    assert covered.features["passage_lacks"] > 0.0 and covered.features["passage_cover"] >= COVERED_PASSAGE_MIN_SHARE
+    assert COVERED_PASSAGE_MIN_SCORE["ja"] <= covered.features["evidence"] < ANSWER_MIN_SCORE["ja"]
+    assert covered.answered and any("\\rubyfont" in p.sentence for p in picked)
+    # CITERAG_ANSWER_MIN_SCORE is one threshold for every question, whatever the passage holds.
+    gate = Components(Settings(answer_min_score=ANSWER_MIN_SCORE["ja"])).answering.gate
+    assert decide(question, [holds], gate=gate)[0] == [] and decide(question, [closer], gate=gate)[0] == []
 
 
 def test_the_committed_gate_loads_and_its_probability_follows_its_weights():

@@ -395,7 +395,7 @@ class Components:
         similarity and the gate apply to the bundled model (a hashing embedder's cosines mean little)."""
         from citerag.adapters.embedders import embedding_similarity
         from citerag.answerer import variants
-        from citerag.answerer.extractive import ANSWER_MIN_SCORE, Answering, RuleGate
+        from citerag.answerer.extractive import Answering, RuleGate, rules_gate
 
         s = self.settings
         variants.use(s.answer_variants, self._sudachi_forms() if s.answer_variants else None)
@@ -407,11 +407,12 @@ class Components:
 
             estimate = LogisticGate.load()
         if s.answer_min_score is not None:
+            # One threshold for every language, whatever the passage holds.
             gate = RuleGate(s.answer_min_score) if s.answer_min_score > 0 else None
         elif semantic and s.answer_gate == "learned":
             gate = estimate
         elif semantic and s.answer_gate == "rules":
-            gate = RuleGate(ANSWER_MIN_SCORE)
+            gate = rules_gate()
         order = None
         if semantic and s.answer_ranking == "learned":
             from citerag.answerer.sentence_model import SentenceModel

@@ -24,6 +24,9 @@ from citerag.search.sparse import CorpusStats
 ANSWER_MIN_SCORE = rules.number("answer_min_score")
 UNKNOWN_WORD_MIN_SCORE = rules.number("unknown_word_min_score")
 UNKNOWN_KANA_WORD_MIN_SCORE = rules.number("unknown_kana_word_min_score")
+HELD_PASSAGE_MIN_SCORE = rules.number("held_passage_min_score")
+COVERED_PASSAGE_MIN_SCORE = rules.number("covered_passage_min_score")
+COVERED_PASSAGE_MIN_SHARE = rules.number("covered_passage_min_share")
 RUNNER_UP_RATIO = rules.number("runner_up_ratio")
 EXTEND_RATIO = rules.number("extend_ratio")
 EXTEND_LOOK = rules.number("extend_look")
@@ -169,9 +172,20 @@ class RuleGate:
     """The hand-set thresholds (`CITERAG_ANSWER_MIN_SCORE`, docs/answers.md "When it refuses")."""
     min_score: Threshold = 0.0
     unknown_word_min_score: Threshold | None = None
+    # The floors when the answer's passage holds every word of the question, or most of its weight (None: the one
+    # floor above; `rules_gate` gives rules/numbers.json's).
+    held_passage_min_score: Threshold | None = None
+    covered_passage_min_score: Threshold | None = None
 
     def judge(self, lang: str, features: Mapping[str, float]) -> tuple[bool, float | None, float | None]:
         floor = _for(self.min_score, lang)
+        # A near miss asks for what the documents lack, mostly a word no passage of them holds: the more of the
+        # question the answer's passage holds, the less evidence a sentence that says it in other words needs.
+        if features.get("passage_lacks", 1.0) <= 0.0 and self.held_passage_min_score is not None:
+            floor = min(floor, _for(self.held_passage_min_score, lang))
+        elif features.get("passage_cover", 0.0) >= COVERED_PASSAGE_MIN_SHARE \
+                and self.covered_passage_min_score is not None:
+            floor = min(floor, _for(self.covered_passage_min_score, lang))
         latin = _for(UNKNOWN_WORD_MIN_SCORE if self.unknown_word_min_score is None else self.unknown_word_min_score,
                      lang)
         # Asked for code, a katakana word is a technical term, whose absence weighs as a Latin identifier's does.
@@ -180,6 +194,12 @@ class RuleGate:
         answered = features["kind_found"] and features["evidence"] >= max(floor, unknown) and features["about"] \
             and features["says_asked"]
         return bool(answered), None, None
+
+
+def rules_gate() -> RuleGate:
+    """The default gate (`CITERAG_ANSWER_GATE=rules`): rules/numbers.json's floors."""
+    return RuleGate(ANSWER_MIN_SCORE, held_passage_min_score=HELD_PASSAGE_MIN_SCORE,
+                    covered_passage_min_score=COVERED_PASSAGE_MIN_SCORE)
 
 
 def _missing(query: Query, stats: CorpusStats | None, texts: list[str]) -> tuple[float, float]:
