@@ -41,6 +41,9 @@ FEATURES = ("evidence", "score", "cosine", "lexical", "factor", "bonus", "margin
             "asks_code", "about", "kind_found", "says_asked", "asks_number", "pair", "ja", "ja_evidence",
             "ja_cosine", "sentence_cover", "sentence_lacks", "passage_cover", "passage_lacks")
 L2 = 1.0
+# The on-subject estimate reads the gate's features. `index_lacks` (the share of the question's terms the index never
+# holds) is measured with `--subject-features` but not read: docs/answers.md "Places to look".
+SUBJECT_FEATURES = FEATURES
 
 
 _key = key  # the name tests and older caches know
@@ -82,15 +85,33 @@ def off_topic_questions(family: Path, families: list[Path]) -> list[tuple[str, s
     return out[:OFF_TOPIC_PER_FAMILY]
 
 
-def off_topic_rows(family: Path, families: list[Path], cache: Path, ranking: str = "default") -> list[dict]:
+def extra_off_topic(path: Path) -> list[tuple[str, str]]:
+    """(lang, question) of a JSONL file of questions on subjects no family covers (datasets/off_topic)."""
+    out = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            item = json.loads(line)
+            if item.get("lang") not in ("en", "ja") or not str(item.get("question", "")).strip():
+                raise SystemExit(f"{path}:{n}: each line needs lang (en or ja) and a question")
+            out.append((item["lang"], item["question"]))
+    return out
+
+
+def off_topic_rows(family: Path, families: list[Path], cache: Path, ranking: str = "default",
+                   extra: list[tuple[str, str]] | None = None) -> list[dict]:
     """Questions on another subject asked of this family: never answerable, and no place of these documents is
-    one to look at. Rows as `rows_of`, with the number of places the answer listed under the gate it had."""
-    asked = off_topic_questions(family, families)
+    one to look at. Rows as `rows_of`, with the number of places the answer listed under the gate it had.
+    `extra`: these questions (in the family's languages) instead of the pool's own off-topic ones."""
+    if extra is None:
+        asked, name = off_topic_questions(family, families), "off-topic"
+    else:
+        own = {q.lang for q in ab.load(family).questions}
+        asked, name = [(lang, q) for lang, q in extra if lang in own], "extra-off-topic"
     model = held_out_order(family, families, cache) if ranking == "held-out" else None
     tag = "" if ranking == "default" else ranking + (model_key(model) if model is not None else "")
     h = hashlib.sha256(json.dumps(asked, ensure_ascii=False).encode() + _key(family).encode()
                        + tag.encode()).hexdigest()[:16]
-    cached = cache / f"{family.name}-off-topic-{h}.json"
+    cached = cache / f"{family.name}-{name}-{h}.json"
     if cached.exists():
         return json.loads(cached.read_text(encoding="utf-8"))
     ds = ab.load(family)
@@ -106,7 +127,7 @@ def off_topic_rows(family: Path, families: list[Path], cache: Path, ranking: str
         for i, (lang, question) in enumerate(asked):
             answer = ask(question)
             d = answer.decision
-            rows.append({"id": f"off-{i}", "lang": lang, "answerable": False, "right": not answer.citations,
+            rows.append({"id": f"{name}-{i}", "lang": lang, "answerable": False, "right": not answer.citations,
                          "features": d.features if d else {}, "misattributed": [], "family": family.name,
                          "off_topic": True, "question": question})
     cache.mkdir(parents=True, exist_ok=True)
@@ -168,15 +189,31 @@ def _subject_matrix(rows: list[dict], features: tuple[str, ...] = FEATURES) -> t
 
 
 def on_subject_held_out(rows: list[dict], off: list[dict], families: list[str],
-                        features: tuple[str, ...] = FEATURES) -> np.ndarray:
+                        features: tuple[str, ...] = SUBJECT_FEATURES, by_question: bool = False) -> np.ndarray:
     """Per row of `rows + off`, P(the documents are on the question's subject) from a model fit on the other
-    families alone (0 for a row the answerer could not weigh: it lists no places)."""
+    families alone (0 for a row the answerer could not weigh: it lists no places). `by_question`: the family's
+    off-topic questions are also left out of its fold's training, whichever documents they were asked of."""
     both = rows + off
     p = np.zeros(len(both))
     for name in families:
-        train = [r for r in both if r["family"] != name and r["features"]]
+        asked = {r["question"] for r in off if r["family"] == name and "question" in r} if by_question else set()
+        train = [r for r in both if r["family"] != name and r["features"]
+                 and not (r.get("off_topic") and r.get("question") in asked)]
         model = gate_from(features, *_subject_matrix(train, features), thresholds={}, l2=SUBJECT_L2)
         for i, r in enumerate(both):
+            if r["family"] == name and r["features"]:
+                p[i] = model.probability(r["features"])
+    return p
+
+
+def extra_p(rows: list[dict], off: list[dict], more: list[dict], families: list[str],
+            features: tuple[str, ...]) -> np.ndarray:
+    """P(on subject) of each row of `more`, by the model fit on the other families' rows of `rows + off` alone."""
+    p = np.zeros(len(more))
+    for name in families:
+        train = [r for r in rows + off if r["family"] != name and r["features"]]
+        model = gate_from(features, *_subject_matrix(train, features), thresholds={}, l2=SUBJECT_L2)
+        for i, r in enumerate(more):
             if r["family"] == name and r["features"]:
                 p[i] = model.probability(r["features"])
     return p
@@ -244,7 +281,12 @@ def main() -> None:
     ap.add_argument("--ranking", choices=("default", "hand", "held-out"), default="default",
                     help="the sentence order the questions are asked with: the settings' default, the hand "
                          "ranking, or per family a learned order fit on the other families (scripts/train_ranker.py)")
+    ap.add_argument("--extra-off-topic", type=Path, default=None, metavar="JSONL",
+                    help="also ask these off-topic questions of every family and report them apart (never trained on)")
+    ap.add_argument("--subject-features", default=",".join(SUBJECT_FEATURES),
+                    help="the features the on-subject estimate reads, comma-separated (to ablate one)")
     args = ap.parse_args()
+    subject_features = tuple(f for f in args.subject_features.split(",") if f)
     families = families_of(args.pool)
     names = [f.name for f in families]
     rows = [r for f in families for r in rows_for(f, families, args.rows, args.ranking)]
@@ -262,11 +304,20 @@ def main() -> None:
     # Places to look: listed for a refusal only when the documents are on the question's subject, by a second model
     # (on-subject: every question of the pool asked of its own family; off-topic: the questions of other subjects
     # asked of it). Its floor keeps the places of 90% of the pool's questions the rules (the default gate) refuse.
-    on_p = on_subject_held_out(rows, off, names)
+    on_p = on_subject_held_out(rows, off, names, features=subject_features)
     refused = np.array([bool(r["features"]) and not by_rules[i] for i, r in enumerate(rows)])
     floors = {lang: floor_of(on_p[: len(rows)][refused & (np.array([r["lang"] for r in rows]) == lang)])
               for lang in sorted({r["lang"] for r in rows})}
     report["places"] = places_figures(rows, off, on_p, floors, rules)
+    if args.extra_off_topic:
+        extra = extra_off_topic(args.extra_off_topic)
+        more = [r for f in families for r in off_topic_rows(f, families, args.rows, args.ranking, extra=extra)]
+        report["places_extra_off_topic"] = places_figures([], more, extra_p(rows, off, more, names, subject_features),
+                                                          floors, rules)
+    q_p = on_subject_held_out(rows, off, names, features=subject_features, by_question=True)
+    q_floors = {lang: floor_of(q_p[: len(rows)][refused & (np.array([r["lang"] for r in rows]) == lang)])
+                for lang in floors}
+    report["places_by_question"] = places_figures(rows, off, q_p, q_floors, rules)
     report["places_test_families"] = {}
     for name in (n for n in names if n in TEST_FAMILIES):
         mine, theirs = [r for r in rows if r["family"] == name], [r for r in off if r["family"] == name]
@@ -292,14 +343,16 @@ def main() -> None:
     thresholds = {lang: choose([r for r in rows if r["lang"] == lang],
                                pool_p[[i for i, r in enumerate(rows) if r["lang"] == lang]]) for lang in langs}
     report["thresholds"] = thresholds
-    subject = gate_from(FEATURES, *_subject_matrix([r for r in rows + off if r["features"]]), thresholds=floors,
+    subject = gate_from(subject_features, *_subject_matrix([r for r in rows + off if r["features"]],
+                                                            subject_features), thresholds=floors,
                         l2=SUBJECT_L2)
     report["curve"] = {lang: [{"threshold": float(t), **{k: v for k, v in rates(outcome(
         [r for r in rows if r["lang"] == lang], pool_p[[i for i, r in enumerate(rows) if r["lang"] == lang]],
         t)).items() if k in ("facts", "refusal_recall", "refusal_precision")}}
         for t in np.round(np.arange(0.1, 0.91, 0.05), 2)] for lang in langs}
-    print(json.dumps({k: report[k] for k in ("held_out", "held_out_test_families", "rules", "places",
-                                             "places_by_answerability", "places_test_families", "ablation")},
+    shown = ("held_out", "held_out_test_families", "rules", "places", "places_by_question", "places_extra_off_topic",
+             "places_by_answerability", "places_test_families", "ablation")
+    print(json.dumps({k: report.get(k) for k in shown},
                      indent=1, ensure_ascii=False))
     print("thresholds:", thresholds)
     if args.report:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +27,7 @@ from citerag.citations.decision import Reason
 from citerag.cli import app
 from citerag.components import Components
 from citerag.search.passage import Passage
+from citerag.search.sparse import CorpusStats, term_id, tokenize
 from citerag.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -101,7 +103,7 @@ def test_the_on_subject_model_reads_the_features_the_answerer_computes():
     gate = LogisticGate.load()
     assert gate.on_subject is not None and set(gate.on_subject.thresholds) == {"en", "ja"}
     _, decision = decide("What does error E2 mean?", [_passage("Error E2 means the air quality sensor is dirty.")])
-    assert set(gate.on_subject.names) == set(decision.features) == set(gate.names)
+    assert set(decision.features) >= set(gate.on_subject.names) == set(gate.names)
     # The documents' own subject lists places, another one does not, whichever the answerability estimate.
     on = {n: m + 3 * s * np.sign(w) for n, m, s, w in zip(gate.on_subject.names, gate.on_subject.mean,
                                                             gate.on_subject.scale, gate.on_subject.weights,
@@ -111,6 +113,21 @@ def test_the_on_subject_model_reads_the_features_the_answerer_computes():
                                                              strict=True)}
     assert gate.shows_places("en", on) and not gate.shows_places("en", off)
     assert not gate.shows_places("ja", off)
+
+
+def test_the_answerer_says_how_much_of_the_question_the_index_never_mentions():
+    # A question on another subject names things no document of the index holds; a near miss, mostly what they do.
+    stats = CorpusStats()
+    for doc in ["Error E2 means the air quality sensor is dirty", "The purifier filter lasts a year",
+                "Clean the sensor with a dry cloth"]:
+        stats.add(Counter(term_id(t) for t in tokenize(doc)))
+    manual = [_passage("Error E2 means the air quality sensor is dirty. Clean it with a dry cloth.")]
+    _, off = decide("How do I clean a Kubernetes ingress controller?", manual, stats, gate=RuleGate(0.5))
+    _, near = decide("How long does the purifier filter last on the sensor?", manual, stats, gate=RuleGate(0.5))
+    assert off.features["index_lacks"] >= 0.5
+    assert near.features["index_lacks"] == 0.0
+    # The gate that answers or refuses does not read it.
+    assert "index_lacks" not in LogisticGate.load().names
 
 
 def test_training_is_deterministic_and_separates_what_it_was_shown():
@@ -226,7 +243,8 @@ def test_the_training_script_reports_family_held_out_figures(tmp_path):
         "refused_on_subject"]
     trained = LogisticGate.load(out)
     assert trained.thresholds.keys() == {"en", "ja"} and trained.on_subject is not None
-    assert trained.on_subject.names == tuple(ta.FEATURES)
+    assert trained.on_subject.names == tuple(ta.SUBJECT_FEATURES)
+    assert data["places_by_question"]["en"]["off_topic"] == 3
 
 
 def test_the_web_api_names_why_a_question_was_refused(tmp_path):

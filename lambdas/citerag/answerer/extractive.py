@@ -215,6 +215,15 @@ def _missing(query: Query, stats: CorpusStats | None, texts: list[str]) -> tuple
         (max(lacking) / max(weight.values())) if lacking else 0.0
 
 
+def _index_lacks(query: Query, stats: CorpusStats | None) -> float:
+    """Share of the question's content terms no passage of the index holds (document frequency 0): a question on
+    another subject names things the documents never mention, a near miss mostly what they do."""
+    terms = content_terms(query) - filler_ids()
+    if not terms or stats is None or not stats.n_docs:
+        return 0.0
+    return sum(t not in stats.df for t in terms) / len(terms)
+
+
 def _features(query: Query, stats: CorpusStats | None, candidates: list[Candidate], best: Candidate,
               picked: list[Candidate], about: bool, kind_found: bool, passage: Passage) -> dict[str, float]:
     """What the answerability model reads (docs/answers.md "When it refuses")."""
@@ -238,6 +247,7 @@ def _features(query: Query, stats: CorpusStats | None, candidates: list[Candidat
         "ja": ja, "ja_evidence": ja * matched, "ja_cosine": ja * top.similarity,
         "sentence_cover": sentence_cover, "sentence_lacks": sentence_lacks,
         "passage_cover": passage_cover, "passage_lacks": passage_lacks,
+        "index_lacks": _index_lacks(query, stats),
     }
 
 
