@@ -112,21 +112,17 @@ def fit(groups: Sequence[tuple[np.ndarray, np.ndarray]], *, l2: float = 1.0, ite
     Newton's method from zero: the same (features, labels) per question give the same (weights, mean, scale).
     `weights`: one per question, how much its loss counts (and its candidates in the mean and scale); 1 each
     without."""
-    weighted = weights is not None
-    per = list(weights) if weights is not None else [1.0] * len(groups)
+    per = [1.0] * len(groups) if weights is None else list(weights)
     if len(per) != len(groups):
         raise ValueError("one weight per question")
     kept = [(x, y, v) for (x, y), v in zip(groups, per, strict=True) if len(x) and y.sum() > 0 and v > 0]
     if not kept:
         raise ValueError("no question with a candidate that holds the fact: nothing to fit")
     stacked = np.vstack([x for x, _, _ in kept])
-    if weighted:
-        rows = np.concatenate([np.full(len(x), v) for x, _, v in kept])
-        mean = np.average(stacked, axis=0, weights=rows)
-        scale = np.sqrt(np.average((stacked - mean) ** 2, axis=0, weights=rows))
-    else:
-        mean = stacked.mean(axis=0)
-        scale = stacked.std(axis=0)
+    # Weights of 1 give the plain mean and standard deviation bit for bit (x * 1.0 is x, summed in the same order).
+    rows = np.concatenate([np.full(len(x), v) for x, _, v in kept])
+    mean = np.average(stacked, axis=0, weights=rows)
+    scale = np.sqrt(np.average((stacked - mean) ** 2, axis=0, weights=rows))
     scale[scale < 1e-9] = 1.0
     zs = [((x - mean) / scale, y / y.sum(), v) for x, y, v in kept]
 
@@ -135,8 +131,7 @@ def fit(groups: Sequence[tuple[np.ndarray, np.ndarray]], *, l2: float = 1.0, ite
         for z, t, v in zs:
             s = z @ w
             top = s.max()
-            term = float(top + np.log(np.exp(s - top).sum()) - t @ s)
-            total += v * term if weighted else term
+            total += v * float(top + np.log(np.exp(s - top).sum()) - t @ s)
         return total
 
     w = np.zeros(stacked.shape[1])
@@ -149,12 +144,8 @@ def fit(groups: Sequence[tuple[np.ndarray, np.ndarray]], *, l2: float = 1.0, ite
             p = np.exp(s - s.max())
             p /= p.sum()
             zp = z.T @ p
-            if weighted:
-                gradient = gradient + v * (z.T @ (p - t))
-                hessian = hessian + v * ((z * p[:, None]).T @ z - np.outer(zp, zp))
-            else:
-                gradient = gradient + z.T @ (p - t)
-                hessian = hessian + (z * p[:, None]).T @ z - np.outer(zp, zp)
+            gradient = gradient + v * (z.T @ (p - t))
+            hessian = hessian + v * ((z * p[:, None]).T @ z) - v * np.outer(zp, zp)
         step = np.linalg.solve(hessian, gradient)
         # Damped: halve the step until the loss falls (a full Newton step may overshoot far from the optimum).
         for _ in range(30):
