@@ -189,31 +189,21 @@ def _subject_matrix(rows: list[dict], features: tuple[str, ...] = FEATURES) -> t
 
 
 def on_subject_held_out(rows: list[dict], off: list[dict], families: list[str],
-                        features: tuple[str, ...] = SUBJECT_FEATURES, by_question: bool = False) -> np.ndarray:
-    """Per row of `rows + off`, P(the documents are on the question's subject) from a model fit on the other
-    families alone (0 for a row the answerer could not weigh: it lists no places). `by_question`: the family's
-    off-topic questions are also left out of its fold's training, whichever documents they were asked of."""
+                        features: tuple[str, ...] = SUBJECT_FEATURES, by_question: bool = False,
+                        scored: list[dict] | None = None) -> np.ndarray:
+    """Per row of `rows + off` (or of `scored`, rows never trained on), P(the documents are on the question's
+    subject) from a model fit on the other families alone (0 for a row the answerer could not weigh: it lists no
+    places). `by_question`: the family's off-topic questions are also left out of its fold's training, whichever
+    documents they were asked of."""
     both = rows + off
-    p = np.zeros(len(both))
+    scored = both if scored is None else scored
+    p = np.zeros(len(scored))
     for name in families:
         asked = {r["question"] for r in off if r["family"] == name and "question" in r} if by_question else set()
         train = [r for r in both if r["family"] != name and r["features"]
                  and not (r.get("off_topic") and r.get("question") in asked)]
         model = gate_from(features, *_subject_matrix(train, features), thresholds={}, l2=SUBJECT_L2)
-        for i, r in enumerate(both):
-            if r["family"] == name and r["features"]:
-                p[i] = model.probability(r["features"])
-    return p
-
-
-def extra_p(rows: list[dict], off: list[dict], more: list[dict], families: list[str],
-            features: tuple[str, ...]) -> np.ndarray:
-    """P(on subject) of each row of `more`, by the model fit on the other families' rows of `rows + off` alone."""
-    p = np.zeros(len(more))
-    for name in families:
-        train = [r for r in rows + off if r["family"] != name and r["features"]]
-        model = gate_from(features, *_subject_matrix(train, features), thresholds={}, l2=SUBJECT_L2)
-        for i, r in enumerate(more):
+        for i, r in enumerate(scored):
             if r["family"] == name and r["features"]:
                 p[i] = model.probability(r["features"])
     return p
@@ -312,8 +302,8 @@ def main() -> None:
     if args.extra_off_topic:
         extra = extra_off_topic(args.extra_off_topic)
         more = [r for f in families for r in off_topic_rows(f, families, args.rows, args.ranking, extra=extra)]
-        report["places_extra_off_topic"] = places_figures([], more, extra_p(rows, off, more, names, subject_features),
-                                                          floors, rules)
+        extra_p = on_subject_held_out(rows, off, names, subject_features, scored=more)
+        report["places_extra_off_topic"] = places_figures([], more, extra_p, floors, rules)
     q_p = on_subject_held_out(rows, off, names, features=subject_features, by_question=True)
     q_floors = {lang: floor_of(q_p[: len(rows)][refused & (np.array([r["lang"] for r in rows]) == lang)])
                 for lang in floors}
