@@ -41,9 +41,12 @@ FEATURES = ("evidence", "score", "cosine", "lexical", "factor", "bonus", "margin
             "asks_code", "about", "kind_found", "says_asked", "asks_number", "pair", "ja", "ja_evidence",
             "ja_cosine", "sentence_cover", "sentence_lacks", "passage_cover", "passage_lacks")
 L2 = 1.0
-# The on-subject estimate reads the gate's features. `index_lacks` (the share of the question's terms the index never
-# holds) is measured with `--subject-features` but not read: docs/answers.md "Places to look".
-SUBJECT_FEATURES = FEATURES
+# What the on-subject estimate reads: the gate's features, and how the question stands against the whole index, in
+# terms that hold across indexes: how far its best passage stands out (`index_gap`), its cosine to where the index's
+# passages point (`centroid_z`; both answerer/reach.py), the share of its terms the index holds once at most
+# (`index_rare`). `index_lacks` is recorded and not read; `--subject-features` measures any other set
+# (docs/answers.md "Places to look").
+SUBJECT_FEATURES = (*FEATURES, "index_gap", "index_rare", "centroid_z")
 
 
 _key = key  # the name tests and older caches know
@@ -275,6 +278,9 @@ def main() -> None:
                     help="also ask these off-topic questions of every family and report them apart (never trained on)")
     ap.add_argument("--subject-features", default=",".join(SUBJECT_FEATURES),
                     help="the features the on-subject estimate reads, comma-separated (to ablate one)")
+    ap.add_argument("--ablate-subject", action="append", default=[], metavar="FEATURE",
+                    help="also report the places figures with the on-subject estimate read without this feature "
+                         "(repeatable; 'each' for all)")
     args = ap.parse_args()
     subject_features = tuple(f for f in args.subject_features.split(",") if f)
     families = families_of(args.pool)
@@ -304,6 +310,16 @@ def main() -> None:
         more = [r for f in families for r in off_topic_rows(f, families, args.rows, args.ranking, extra=extra)]
         extra_p = on_subject_held_out(rows, off, names, subject_features, scored=more)
         report["places_extra_off_topic"] = places_figures([], more, extra_p, floors, rules)
+    dropped = list(subject_features) if "each" in args.ablate_subject else args.ablate_subject
+    report["subject_ablation"] = {}
+    for feature in dropped:
+        kept = tuple(f for f in subject_features if f != feature)
+        a_p = on_subject_held_out(rows, off, names, features=kept)
+        a_floors = {lang: floor_of(a_p[: len(rows)][refused & (np.array([r["lang"] for r in rows]) == lang)])
+                    for lang in floors}
+        report["subject_ablation"][feature] = {
+            lang: {k: v[k] for k in ("off_topic_listing_places", "refused_on_subject_keeping_places")}
+            for lang, v in places_figures(rows, off, a_p, a_floors, rules).items()}
     q_p = on_subject_held_out(rows, off, names, features=subject_features, by_question=True)
     q_floors = {lang: floor_of(q_p[: len(rows)][refused & (np.array([r["lang"] for r in rows]) == lang)])
                 for lang in floors}
@@ -341,7 +357,7 @@ def main() -> None:
         t)).items() if k in ("facts", "refusal_recall", "refusal_precision")}}
         for t in np.round(np.arange(0.1, 0.91, 0.05), 2)] for lang in langs}
     shown = ("held_out", "held_out_test_families", "rules", "places", "places_by_question", "places_extra_off_topic",
-             "places_by_answerability", "places_test_families", "ablation")
+             "places_by_answerability", "places_test_families", "ablation", "subject_ablation")
     print(json.dumps({k: report.get(k) for k in shown},
                      indent=1, ensure_ascii=False))
     print("thresholds:", thresholds)
