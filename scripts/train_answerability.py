@@ -268,6 +268,7 @@ def figures(rows: list[dict], decided: np.ndarray) -> dict:
 
 
 def main() -> None:
+    global PLACES_KEPT_PERCENTILE
     ap = pool_arguments(__doc__.split("\n\n")[0], "citerag-answerability-rows")
     ap.add_argument("--ablate", action="append", default=[], metavar="FEATURE",
                     help="also report the held-out figures without this feature (repeatable; 'each' for all)")
@@ -278,11 +279,16 @@ def main() -> None:
                     help="also ask these off-topic questions of every family and report them apart (never trained on)")
     ap.add_argument("--subject-features", default=",".join(SUBJECT_FEATURES),
                     help="the features the on-subject estimate reads, comma-separated (to ablate one)")
+    ap.add_argument("--keep-places", type=float, default=100 - PLACES_KEPT_PERCENTILE, metavar="PERCENT",
+                    help="the on-subject floor keeps the places of this share of on-subject refusals (default 90)")
     ap.add_argument("--ablate-subject", action="append", default=[], metavar="FEATURE",
                     help="also report the places figures with the on-subject estimate read without this feature "
                          "(repeatable; 'each' for all)")
     args = ap.parse_args()
     subject_features = tuple(f for f in args.subject_features.split(",") if f)
+    if not 0 < args.keep_places <= 100:
+        raise SystemExit("--keep-places is a percentage above 0, at most 100")
+    PLACES_KEPT_PERCENTILE = 100 - args.keep_places
     families = families_of(args.pool)
     names = [f.name for f in families]
     rows = [r for f in families for r in rows_for(f, families, args.rows, args.ranking)]
