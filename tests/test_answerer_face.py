@@ -209,6 +209,23 @@ def test_every_runtime_answer_carries_its_decision(tmp_path, gate):
     assert not blocked.answered and blocked.decision.reason is Reason.BLOCKED
 
 
+def test_the_index_tells_a_near_miss_from_a_question_on_another_subject(tmp_path):
+    comps = Components(Settings(data_dir=tmp_path / "data"))
+    from citerag.cli.common import ensure_samples
+
+    ensure_samples(comps, quiet=True)
+    answerer = open_answerer(comps, "local")
+    near, other = "Does the purifier remove ozone?", "How can I check that Rust was installed correctly?"
+    reach = comps.answering.reach
+    # The manual's own question points where the manual's passages do; the other subject's, far from them.
+    assert reach(near)["centroid_z"] > reach(other)["centroid_z"] + 1.0
+    assert answerer.ask(near).decision.places
+    # The same passages and sentences, read as if the index stood as it does for the other question: no places.
+    comps.answering.reach = lambda question: reach(other)
+    refused = answerer.ask(near)
+    assert not refused.answered and not refused.decision.places and refused.related == []
+
+
 def test_ask_explain_prints_why(tmp_path):
     r = runner.invoke(app, ["ask", "What does error E2 mean?", "--explain"])
     assert r.exit_code == 0, r.output
