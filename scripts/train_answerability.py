@@ -42,11 +42,11 @@ FEATURES = ("evidence", "score", "cosine", "lexical", "factor", "bonus", "margin
             "ja_cosine", "sentence_cover", "sentence_lacks", "passage_cover", "passage_lacks")
 L2 = 1.0
 # What the on-subject estimate reads: the gate's features, and how the question stands against the whole index, in
-# terms that hold across indexes: how far its best passage stands out (`index_gap`), its cosine to where the index's
-# passages point (`centroid_z`; both answerer/reach.py), the share of its terms the index holds once at most
-# (`index_rare`). `index_lacks` is recorded and not read; `--subject-features` measures any other set
-# (docs/answers.md "Places to look").
-SUBJECT_FEATURES = (*FEATURES, "index_gap", "index_rare", "centroid_z")
+# terms that hold across indexes (answerer/reach.py): its best cosine over the index less the index's typical cosine
+# (`best_vs_index`), and its cosine to where the index's passages point (`centroid_z`). `index_gap`, `index_rare` and
+# `index_lacks` are recorded and not read; `--subject-features` measures any other set (docs/answers.md "Places to
+# look").
+SUBJECT_FEATURES = (*FEATURES, "best_vs_index", "centroid_z")
 
 
 _key = key  # the name tests and older caches know
