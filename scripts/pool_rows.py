@@ -32,8 +32,8 @@ from citerag.settings import Settings
 ROOT = Path(__file__).resolve().parents[1]
 TEST_FAMILIES = ("en-sqlite", "en-postgresql", "ja-jlreq", "ja-platex")  # datasets/pool/README.md
 # The code a row depends on: how sentences are cut, ranked, ordered and picked, and how the offline model answers.
-PICKING = ("answerer/extractive.py", "answerer/ranking.py", "answerer/question_kinds.py", "answerer/terms.py",
-           "answerer/variants.py", "answerer/variants.json", "adapters/offline_claude.py",
+PICKING = ("answerer/extractive.py", "answerer/reach.py", "answerer/ranking.py", "answerer/question_kinds.py",
+           "answerer/terms.py", "answerer/variants.py", "answerer/variants.json", "adapters/offline_claude.py",
            *(f"answerer/rules/{n}.json" for n in ("question_kinds", "sentences", "terms", "lexicons", "numbers",
                                                    "kinds")),
            "citations/statements.py", "documents/loaders.py", "search/pipeline.py")

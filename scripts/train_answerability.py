@@ -41,9 +41,12 @@ FEATURES = ("evidence", "score", "cosine", "lexical", "factor", "bonus", "margin
             "asks_code", "about", "kind_found", "says_asked", "asks_number", "pair", "ja", "ja_evidence",
             "ja_cosine", "sentence_cover", "sentence_lacks", "passage_cover", "passage_lacks")
 L2 = 1.0
-# The on-subject estimate reads the gate's features. `index_lacks` (the share of the question's terms the index never
-# holds) is measured with `--subject-features` but not read: docs/answers.md "Places to look".
-SUBJECT_FEATURES = FEATURES
+# What the on-subject estimate reads: the gate's features, and how the question stands against the whole index, in
+# terms that hold across indexes (answerer/reach.py): its best cosine over the index less the index's typical cosine
+# (`best_vs_index`), and its cosine to where the index's passages point (`centroid_z`). `index_gap`, `index_rare` and
+# `index_lacks` are recorded and not read; `--subject-features` measures any other set (docs/answers.md "Places to
+# look").
+SUBJECT_FEATURES = (*FEATURES, "best_vs_index", "centroid_z")
 
 
 _key = key  # the name tests and older caches know
@@ -265,6 +268,7 @@ def figures(rows: list[dict], decided: np.ndarray) -> dict:
 
 
 def main() -> None:
+    global PLACES_KEPT_PERCENTILE
     ap = pool_arguments(__doc__.split("\n\n")[0], "citerag-answerability-rows")
     ap.add_argument("--ablate", action="append", default=[], metavar="FEATURE",
                     help="also report the held-out figures without this feature (repeatable; 'each' for all)")
@@ -275,8 +279,16 @@ def main() -> None:
                     help="also ask these off-topic questions of every family and report them apart (never trained on)")
     ap.add_argument("--subject-features", default=",".join(SUBJECT_FEATURES),
                     help="the features the on-subject estimate reads, comma-separated (to ablate one)")
+    ap.add_argument("--keep-places", type=float, default=100 - PLACES_KEPT_PERCENTILE, metavar="PERCENT",
+                    help="the on-subject floor keeps the places of this share of on-subject refusals (default 90)")
+    ap.add_argument("--ablate-subject", action="append", default=[], metavar="FEATURE",
+                    help="also report the places figures with the on-subject estimate read without this feature "
+                         "(repeatable; 'each' for all)")
     args = ap.parse_args()
     subject_features = tuple(f for f in args.subject_features.split(",") if f)
+    if not 0 < args.keep_places <= 100:
+        raise SystemExit("--keep-places is a percentage above 0, at most 100")
+    PLACES_KEPT_PERCENTILE = 100 - args.keep_places
     families = families_of(args.pool)
     names = [f.name for f in families]
     rows = [r for f in families for r in rows_for(f, families, args.rows, args.ranking)]
@@ -304,6 +316,16 @@ def main() -> None:
         more = [r for f in families for r in off_topic_rows(f, families, args.rows, args.ranking, extra=extra)]
         extra_p = on_subject_held_out(rows, off, names, subject_features, scored=more)
         report["places_extra_off_topic"] = places_figures([], more, extra_p, floors, rules)
+    dropped = list(subject_features) if "each" in args.ablate_subject else args.ablate_subject
+    report["subject_ablation"] = {}
+    for feature in dropped:
+        kept = tuple(f for f in subject_features if f != feature)
+        a_p = on_subject_held_out(rows, off, names, features=kept)
+        a_floors = {lang: floor_of(a_p[: len(rows)][refused & (np.array([r["lang"] for r in rows]) == lang)])
+                    for lang in floors}
+        report["subject_ablation"][feature] = {
+            lang: {k: v[k] for k in ("off_topic_listing_places", "refused_on_subject_keeping_places")}
+            for lang, v in places_figures(rows, off, a_p, a_floors, rules).items()}
     q_p = on_subject_held_out(rows, off, names, features=subject_features, by_question=True)
     q_floors = {lang: floor_of(q_p[: len(rows)][refused & (np.array([r["lang"] for r in rows]) == lang)])
                 for lang in floors}
@@ -341,7 +363,7 @@ def main() -> None:
         t)).items() if k in ("facts", "refusal_recall", "refusal_precision")}}
         for t in np.round(np.arange(0.1, 0.91, 0.05), 2)] for lang in langs}
     shown = ("held_out", "held_out_test_families", "rules", "places", "places_by_question", "places_extra_off_topic",
-             "places_by_answerability", "places_test_families", "ablation")
+             "places_by_answerability", "places_test_families", "ablation", "subject_ablation")
     print(json.dumps({k: report.get(k) for k in shown},
                      indent=1, ensure_ascii=False))
     print("thresholds:", thresholds)

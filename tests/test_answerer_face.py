@@ -18,15 +18,18 @@ from citerag.answerer.extractive import (
     ANSWER_MIN_SCORE,
     COVERED_PASSAGE_MIN_SCORE,
     COVERED_PASSAGE_MIN_SHARE,
+    Answering,
     RuleGate,
     decide,
     rules_gate,
 )
+from citerag.answerer.reach import index_reach
 from citerag.answerers import open_answerer
 from citerag.citations.decision import Reason
 from citerag.cli import app
 from citerag.components import Components
 from citerag.search.passage import Passage
+from citerag.search.ports import VectorProfile
 from citerag.search.sparse import CorpusStats, term_id, tokenize
 from citerag.settings import Settings
 
@@ -102,8 +105,13 @@ def test_the_committed_gate_loads_and_its_probability_follows_its_weights():
 def test_the_on_subject_model_reads_the_features_the_answerer_computes():
     gate = LogisticGate.load()
     assert gate.on_subject is not None and set(gate.on_subject.thresholds) == {"en", "ja"}
-    _, decision = decide("What does error E2 mean?", [_passage("Error E2 means the air quality sensor is dirty.")])
-    assert set(decision.features) >= set(gate.on_subject.names) == set(gate.names)
+    # How the best passage stands out from the index comes from the index (`Answering.reach`), the rest from the
+    # passages.
+    reach = {"best_vs_index": -0.07, "centroid_z": -4.0, "index_gap": 0.05}
+    _, decision = decide("What does error E2 mean?", [_passage("Error E2 means the air quality sensor is dirty.")],
+                         reach=reach)
+    assert set(decision.features) >= set(gate.on_subject.names) | set(gate.names)
+    assert {n: decision.features[n] for n in reach} == reach
     # The documents' own subject lists places, another one does not, whichever the answerability estimate.
     on = {n: m + 3 * s * np.sign(w) for n, m, s, w in zip(gate.on_subject.names, gate.on_subject.mean,
                                                             gate.on_subject.scale, gate.on_subject.weights,
@@ -113,6 +121,33 @@ def test_the_on_subject_model_reads_the_features_the_answerer_computes():
                                                              strict=True)}
     assert gate.shows_places("en", on) and not gate.shows_places("en", off)
     assert not gate.shows_places("ja", off)
+
+
+def test_how_far_the_best_passage_stands_out_from_the_index():
+    # The index's passages point along the first axis, their cosines to it 0.9 on average, 0.05 apart.
+    profile = VectorProfile(mean=np.array([0.8, 0.0, 0.0], dtype=np.float32), spread_mean=0.9, spread_std=0.05)
+    question = np.array([0.6, 0.8, 0.0])
+    got = index_reach(question, 0.95, profile)
+    assert got["best_vs_index"] == pytest.approx(0.95 - 0.9)  # its best cosine less the index's typical one
+    assert got["centroid_z"] == pytest.approx((0.6 - 0.9) / 0.05)
+    assert got["index_gap"] == pytest.approx(0.95 - 0.48)  # less its mean cosine to the passages
+    assert index_reach(question, 0.9, VectorProfile(profile.mean, 0.9, 0.0))["centroid_z"] == 0.0
+
+
+def test_an_index_that_keeps_no_profile_leaves_the_estimate_at_its_typical_value():
+    subject = LogisticGate.load().on_subject
+    typical = dict(zip(subject.names, subject.mean, strict=True))
+    without = {n: v for n, v in typical.items() if n not in ("best_vs_index", "centroid_z")}
+    assert subject.probability(without) == pytest.approx(subject.probability(typical))
+
+    def broken(question: str) -> dict[str, float]:
+        raise OSError("the index went away")
+
+    manual = [_passage("Error E2 means the air quality sensor is dirty.")]
+    for reach in (lambda question: {}, broken):
+        _, decision = Answering(gate=RuleGate(0.99), estimate=LogisticGate.load(), reach=reach).decide(
+            "What does error E2 cost?", manual)
+        assert not decision.answered and "best_vs_index" not in decision.features
 
 
 def test_the_answerer_says_how_much_of_the_question_the_index_never_mentions():
@@ -167,11 +202,31 @@ def test_every_runtime_answer_carries_its_decision(tmp_path, gate):
         near = answerer.ask("Does the purifier remove ozone?")
         assert not near.answered and near.decision.reason is Reason.NOT_ANSWERABLE, agent
         assert near.decision.places and near.related, agent
+        assert {"best_vs_index", "centroid_z", "index_gap", "index_rare"} <= set(near.decision.features), agent
         other = answerer.ask("How can I check that Rust was installed correctly?")
         assert not other.answered and other.decision.reason is Reason.NOT_ANSWERABLE, agent
         assert not other.decision.places and other.related == [], agent
     blocked = open_answerer(comps, "local").ask("How do I make a bomb?")
     assert not blocked.answered and blocked.decision.reason is Reason.BLOCKED
+
+
+def test_the_index_tells_a_near_miss_from_a_question_on_another_subject(tmp_path):
+    comps = Components(Settings(data_dir=tmp_path / "data"))
+    from citerag.cli.common import ensure_samples
+
+    ensure_samples(comps, quiet=True)
+    answerer = open_answerer(comps, "local")
+    near, other = "Does the purifier remove ozone?", "How can I check that Rust was installed correctly?"
+    reach = comps.answering.reach
+    # The manual's own question finds a passage closer than the index's typical cosine, and points where the manual's
+    # passages do; the other subject's, neither.
+    assert reach(near)["best_vs_index"] > reach(other)["best_vs_index"]
+    assert reach(near)["centroid_z"] > reach(other)["centroid_z"] + 1.0
+    assert answerer.ask(near).decision.places
+    # The same passages and sentences, read as if the index stood as it does for the other question: no places.
+    comps.answering.reach = lambda question: reach(other)
+    refused = answerer.ask(near)
+    assert not refused.answered and not refused.decision.places and refused.related == []
 
 
 def test_ask_explain_prints_why(tmp_path):

@@ -125,3 +125,19 @@ def test_ties_are_broken_deterministically(index):
     for name in ("c", "a", "b"):
         index.replace_document(_info(name), [Record(id=f"{name}#0", values=v, metadata={"doc_id": name})], {})
     assert [m.id for m in index.query_dense(v, 3)] == ["a#0", "b#0", "c#0"]
+
+
+def test_the_vector_profile_is_where_the_live_vectors_point(index):
+    assert index.vector_profile() is None  # nothing indexed
+    recs = [_rec(f"d{i}#0", f"d{i}", i) for i in range(20)]
+    for r in recs:
+        index.replace_document(_info(r.metadata["doc_id"]), [r], {})
+    index.delete_document("d3")  # a deleted document no longer counts
+    live = np.array([r.values for r in recs if r.id != "d3#0"], dtype=np.float64)
+    mean = live.mean(axis=0)
+    cosines = live @ (mean / np.linalg.norm(mean))
+    profile = index.vector_profile()
+    assert np.allclose(profile.mean, mean, atol=1e-6)
+    assert profile.spread_mean == pytest.approx(cosines.mean(), abs=1e-6)
+    assert profile.spread_std == pytest.approx(cosines.std(), abs=1e-6)
+    assert index.vector_profile("other") is None

@@ -418,8 +418,28 @@ class Components:
             from citerag.answerer.sentence_model import SentenceModel
 
             order = SentenceModel.load().order
-        return Answering(similarity=embedding_similarity(self.embedder) if semantic else None,
-                         stats=lambda: self.index.corpus_stats(ns), gate=gate, estimate=estimate, order=order)
+        similarity = embedding_similarity(self.embedder) if semantic else None
+        return Answering(similarity=similarity, stats=lambda: self.index.corpus_stats(ns), gate=gate,
+                         estimate=estimate, order=order, reach=self._reach(similarity) if semantic else None)
+
+    def _reach(self, similarity):
+        """The question's text to how its best passage stands out from the index (`answerer.reach`): one top-1
+        dense search beside the index's `VectorProfile`, computed once per index generation. {} for an index that
+        keeps no profile (Pinecone)."""
+        from citerag.answerer.reach import index_reach
+
+        ns = self.settings.namespace
+
+        def reach(question: str) -> dict[str, float]:
+            profile_of = getattr(self.index, "vector_profile", None)
+            profile = profile_of(ns) if profile_of is not None else None
+            if profile is None:
+                return {}
+            qv = similarity.question_vector(question)
+            best = self.index.query_dense(qv, 1, None, ns)
+            return index_reach(qv, best[0].score, profile) if best else {}
+
+        return reach
 
     @staticmethod
     def _sudachi_forms():

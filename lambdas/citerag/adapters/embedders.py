@@ -255,9 +255,23 @@ class EmbeddingSimilarity:
 
     def __init__(self, embedder) -> None:
         self.embedder = embedder
+        self._questions: dict[str, np.ndarray] = {}
+        self._lock = threading.Lock()
+
+    def question_vector(self, question: str) -> np.ndarray:
+        """The question's vector, embedded once for the ranking and the index's reach alike (the last few kept)."""
+        with self._lock:
+            qv = self._questions.get(question)
+        if qv is None:
+            qv = np.asarray(self.embedder.embed_query(question), dtype=np.float32)
+            with self._lock:
+                if len(self._questions) >= 8:
+                    self._questions.pop(next(iter(self._questions)))
+                self._questions[question] = qv
+        return qv
 
     def vectors(self, question: str, sentences: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        qv = np.asarray(self.embedder.embed_query(question), dtype=np.float32)
+        qv = self.question_vector(question)
         if not sentences:
             return qv, np.zeros((0, len(qv)), dtype=np.float32)
         return qv, np.asarray(self.embedder.embed_passages(sentences), dtype=np.float32)

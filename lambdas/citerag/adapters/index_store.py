@@ -49,6 +49,7 @@ import numpy as np
 
 from citerag.errors import IndexError_
 from citerag.search import filters
+from citerag.search.ports import VectorProfile
 
 # Metadata keys not dictionary-encoded: the chunk text is unique per row and as large as everything else together.
 # A filter on one of them is still exact, evaluated record by record from SQLite (slow, and rare).
@@ -356,6 +357,7 @@ class Snapshot:
         self.live = live
         self.postings = [Postings.load(root, a, b, nt, npost) for a, b, nt, npost in manifest["segments"]]
         self._columns: dict[str, filters.Column | None] = {}
+        self._profile: VectorProfile | None = None
 
     @property
     def dense(self) -> np.ndarray:
@@ -364,6 +366,30 @@ class Snapshot:
         if self._dense is None:
             self._dense = self.store.resident(self) if self.mapped.dtype != np.float32 else self.mapped
         return self._dense
+
+    def profile(self, block: int = 65536) -> VectorProfile | None:
+        """The live vectors' `VectorProfile`, computed once per snapshot (two passes over the vectors, a block at a
+        time: about two exact searches); None when the namespace holds none."""
+        if self._profile is None and self.n:
+            dense, dead = self.dense, bool(self.manifest["n_dead"])
+            blocks = [(s, min(s + block, self.n)) for s in range(0, self.n, block)]
+
+            def rows(s: int, e: int) -> np.ndarray:
+                return dense[s:e][self.live[s:e]] if dead else dense[s:e]
+
+            total, count = np.zeros(self.dim, dtype=np.float64), 0
+            for s, e in blocks:
+                part = rows(s, e)
+                total += part.sum(axis=0, dtype=np.float64)
+                count += len(part)
+            norm = float(np.linalg.norm(total))
+            if not count or norm <= 0.0:
+                return None
+            mean, direction = total / count, (total / norm).astype(np.float32)
+            cosines = np.concatenate([rows(s, e) @ direction for s, e in blocks]).astype(np.float64)
+            self._profile = VectorProfile(mean=mean.astype(np.float32), spread_mean=float(cosines.mean()),
+                                          spread_std=float(cosines.std()))
+        return self._profile
 
     def make_resident(self) -> None:
         """Scan the process's own copy of the vectors from now on (anonymous memory the kernel backs with huge

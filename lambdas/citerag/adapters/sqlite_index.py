@@ -46,7 +46,7 @@ from citerag.adapters.index_store import (
 from citerag.adapters.index_store import WITH_PARENT_SQL as _WITH_PARENT
 from citerag.errors import DiskFullError, IndexError_
 from citerag.search import filters
-from citerag.search.ports import DocumentInfo, Match, Record
+from citerag.search.ports import DocumentInfo, Match, Record, VectorProfile
 from citerag.search.sparse import CorpusStats, SparseVector
 
 # 4: sparse vectors only in the postings, what a document's chunks share kept once, page texts compressed (3 kept
@@ -591,6 +591,10 @@ class SqliteIndex:
         stats = CorpusStats(n_docs=n_docs, total_len=total_len, df=_DocFreqs(self, namespace))  # type: ignore[arg-type]
         self._stats[namespace] = (gen, stats)
         return stats
+
+    def vector_profile(self, namespace: str = "") -> VectorProfile | None:
+        """Where the namespace's vectors point (`VectorProfile`), once per generation."""
+        return self._snapshot(namespace).profile()
 
     def corpus_size(self, namespace: str = "") -> tuple[int, int]:
         """(documents, total tokens) for BM25 length normalisation, without loading the search snapshot, which

@@ -29,7 +29,8 @@ class LogisticGate:
     on_subject: LogisticGate | None = None
 
     def probability(self, features: Mapping[str, float]) -> float:
-        z = self.bias + sum(w * (float(features.get(n, 0.0)) - m) / s
+        # A feature the decision lacks (an index that keeps no vector profile) weighs as the typical value.
+        z = self.bias + sum(w * (float(features.get(n, m)) - m) / s
                             for n, m, s, w in zip(self.names, self.mean, self.scale, self.weights, strict=True))
         return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
 

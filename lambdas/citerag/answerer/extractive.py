@@ -224,6 +224,15 @@ def _index_lacks(query: Query, stats: CorpusStats | None) -> float:
     return sum(t not in stats.df for t in terms) / len(terms)
 
 
+def _index_rare(query: Query, stats: CorpusStats | None) -> float:
+    """Share of the question's content terms at most one passage of the index holds: a question on another subject
+    names things the documents mention once in passing, if at all."""
+    terms = content_terms(query) - filler_ids()
+    if not terms or stats is None or not stats.n_docs:
+        return 0.0
+    return sum(stats.df.get(t, 0) <= 1 for t in terms) / len(terms)
+
+
 def _features(query: Query, stats: CorpusStats | None, candidates: list[Candidate], best: Candidate,
               picked: list[Candidate], about: bool, kind_found: bool, passage: Passage) -> dict[str, float]:
     """What the answerability model reads (docs/answers.md "When it refuses")."""
@@ -247,7 +256,7 @@ def _features(query: Query, stats: CorpusStats | None, candidates: list[Candidat
         "ja": ja, "ja_evidence": ja * matched, "ja_cosine": ja * top.similarity,
         "sentence_cover": sentence_cover, "sentence_lacks": sentence_lacks,
         "passage_cover": passage_cover, "passage_lacks": passage_lacks,
-        "index_lacks": _index_lacks(query, stats),
+        "index_lacks": _index_lacks(query, stats), "index_rare": _index_rare(query, stats),
     }
 
 
@@ -260,9 +269,11 @@ def _weighed(usable: list[Passage], candidates: list[Candidate], chosen: Mapping
 
 def decide(question: str | Query, passages: list[Passage], stats: CorpusStats | None = None, *,
            similarity: Similarity | None = None, gate: Gate | None = None, estimate: Estimate | None = None,
-           max_sentences: int = 2, max_passages: int = 5, order: Order | None = None) -> tuple[list[Picked], Decision]:
+           max_sentences: int = 2, max_passages: int = 5, order: Order | None = None,
+           reach: Mapping[str, float] | None = None) -> tuple[list[Picked], Decision]:
     """Up to `max_sentences` sentences that answer the question and the Decision that says why, or why none.
-    Without a gate every question is answered by its best sentences, and no rule of its kind narrows them."""
+    Without a gate every question is answered by its best sentences, and no rule of its kind narrows them.
+    `reach`: how the question's best passage stands out from the whole index (`reach.index_reach`), when known."""
     query, usable, candidates = rank_sentences(question, passages, stats, similarity=similarity,
                                                max_passages=max_passages, order=order)
     if not usable:
@@ -289,7 +300,7 @@ def decide(question: str | Query, passages: list[Passage], stats: CorpusStats | 
         picked = [lead, *picked[: max_sentences - 1]]
         chosen[(lead.rank, lead.pos)] = "lead sentence naming the subject (who)"
     features = _features(query, stats, candidates, best, picked, about[best.rank], kind_found,
-                         usable[candidates[0].rank])
+                         usable[candidates[0].rank]) | dict(reach or {})
     answered, probability, threshold = gate.judge(query.lang, features) if gate is not None else (True, None, None)
     if probability is None and estimate is not None:  # the model's estimate, said beside the rules' decision
         probability = round(estimate.probability(features), 4)
@@ -380,6 +391,8 @@ class Answering:
     gate: Gate | None = None  # None: every question answered by its best sentences
     estimate: Estimate | None = None  # the answerability model: said in each decision, and whether to list places
     order: Order | None = None  # None: the hand ranking's order
+    # The question's text to how its best passage stands out from the index (`reach.index_reach`; {} when unknown).
+    reach: Callable[[str], Mapping[str, float]] | None = None
     # Told of every question and its passages: `bench-answers` says where a wrong answer's fact was.
     observer: Callable[[str | Query, list[Passage]], None] | None = None
     # Per thread: serve answers requests side by side.
@@ -401,11 +414,19 @@ class Answering:
         except Exception:  # IDF weights refine the choice; without them every term weighs the same
             return None
 
+    def _reach(self, question: str | Query, passages: list[Passage]) -> Mapping[str, float] | None:
+        if self.reach is None or not passages:
+            return None
+        try:
+            return self.reach(question.text if isinstance(question, Query) else question)
+        except Exception:  # it refines whether a refusal lists places; without it the estimate reads it as typical
+            return None
+
     def decide(self, question: str | Query, passages: list[Passage]) -> tuple[list[Picked], Decision]:
         if self.observer is not None:
             self.observer(question, passages)
         picked, self.last = decide(question, passages, self._stats(), similarity=self.similarity, gate=self.gate,
-                                   estimate=self.estimate, order=self.order)
+                                   estimate=self.estimate, order=self.order, reach=self._reach(question, passages))
         self.newest = self.last
         return picked, self.last
 

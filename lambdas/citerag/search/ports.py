@@ -8,6 +8,7 @@ holds both to it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -38,6 +39,17 @@ class Record(BaseModel):
     sparse: SparseVector = Field(default_factory=SparseVector)
     metadata: dict[str, Any]
     length: int = 0  # BM25 document length in tokens, kept so corpus statistics can be updated on delete
+
+
+@dataclass(frozen=True)
+class VectorProfile:
+    """Where an index's vectors point: their mean, and how close its passages lie to the mean's direction (the mean
+    and standard deviation of their cosines to it). An index on one subject gives every question a high cosine, so a
+    question's best cosine says little until set against the index's own (docs/answers.md "Places to look")."""
+
+    mean: np.ndarray
+    spread_mean: float
+    spread_std: float
 
 
 class Match(BaseModel):
