@@ -161,8 +161,8 @@ def train(qs: list[Question], config: HeadConfig = HeadConfig(), log=None) -> He
             m1[k] = 0.9 * m1[k] + 0.1 * gr
             m2[k] = 0.999 * m2[k] + 0.001 * gr * gr
             params[k] = params[k] - config.lr * (m1[k] / (1 - 0.9**t)) / (np.sqrt(m2[k] / (1 - 0.999**t)) + 1e-8)
-        if log and t % 50 == 0:
-            log(f"step {t}: loss {loss / n:.4f}")
+        if log and (t == 1 or t % 50 == 0):
+            log(f"step {t}: listwise loss {loss / n:.4f}")
     return Head(basis, params["W"], params["u"], float(params["c"][0]), float(params["alpha"][0]),
                 float(params["g"][0]), config)
 

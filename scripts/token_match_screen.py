@@ -2,15 +2,15 @@
 held-out learned order's first five candidates (docs/answers.md, "Token-level matching").
 
     python scripts/token_match_screen.py datasets/answers datasets/pool --rows /tmp/citerag-answerability-rows \
-        [--head] [--test-families]
+        --head [--head-diagonal] --test-families --report /tmp/token-match.json
 
-Reads the row caches of `train_answerability.py --ranking held-out` (built there if missing, slowly) and caches the
+Reads the row caches of `train_answerability.py --ranking held-out` (built if missing, slowly) and caches the
 token states per family (`--states DIR`; about 0.5 s of CPU a question on first use). Raw MaxSim: for each content
 token of the question, the best cosine over the chosen sentence's tokens (under its heading) or its passage's,
-summarised per question. `--head` also trains the learned head (scripts/token_head.py) family-held-out (each
-development family scored by a head fit on the other development families) and measures it the same way. Every
-figure is on the development families; `--test-families` adds the four test families in aggregate, measured once
-with whatever was chosen on the development families.
+summarised per question. `--head` also trains the learned head (scripts/token_head.py) family-held-out (the
+development families dealt into `--folds` folds, each scored by a head fit on the others; the test families by one
+fit on every development family) and measures it the same way. Every figure is on the development families;
+`--test-families` adds the four test families in aggregate, measured once with what was chosen on the others.
 """
 
 from __future__ import annotations
@@ -110,10 +110,14 @@ def head_scores(qs: list[Question], dev: list[str], folds: int, config: HeadConf
     development families dealt into `folds` folds; the test families: fit on every development family)."""
     out: dict[str, dict[int, float]] = {}
     for held in [dev[i::folds] for i in range(folds)] + [list(TEST_FAMILIES)]:
-        fit = [q for q in qs if q.family in dev and q.family not in held and trainable(q)]
-        head = train(fit, config)
-        log(f"head fit without {', '.join(held)}: {len(fit)} questions, alpha {head.alpha:.2f}, g {head.g:.2f}")
         mine = [q for q in qs if q.family in held]
+        if not mine:
+            continue
+        fit = [q for q in qs if q.family in dev and q.family not in held and trainable(q)]
+        if not fit:
+            raise SystemExit(f"--head: no development question to fit a head on without {', '.join(held)}")
+        head = train(fit, config, log=lambda s, held=held: log(f"  without {', '.join(held)}: {s}"))
+        log(f"head fit without {', '.join(held)}: {len(fit)} questions, alpha {head.alpha:.2f}, g {head.g:.2f}")
         for q, s in zip(mine, scores(head, mine), strict=True):
             # as an order: the head's share of the listwise score, on the learned score's scale
             out[q.key] = {i: head.alpha / head.g * v for i, v in s.items()}
@@ -136,6 +140,9 @@ def main() -> None:
         raise SystemExit("--head-l2: between 0 and 100")
     if args.out:
         raise SystemExit("--out: this screen writes no model (scripts/token_head.py trains the head)")
+    missing = [str(p) for p in args.pool if not p.is_dir()]
+    if missing:
+        raise SystemExit("not a folder: " + ", ".join(missing))
     families = families_of(args.pool)
     if not families:
         raise SystemExit("no family folder (one with docs/) under " + ", ".join(map(str, args.pool)))
@@ -150,6 +157,8 @@ def main() -> None:
         for r in rows:
             q = by_key.get(f"{r['family']}/{r['id']}")
             if r["features"]:
+                if q is None:
+                    raise SystemExit(f"{r['family']}/{r['id']}: no token states; remove --states's files and rerun")
                 s = maxsim(q.q, q.qw, q.cands[q.chosen])
                 p = maxsim(q.q, q.qw, q.passage)
                 r["features"] = {**r["features"], **{f"s_{k}": v for k, v in s.items()},
