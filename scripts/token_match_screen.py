@@ -2,10 +2,10 @@
 held-out learned order's first five candidates (docs/answers.md, "Token-level matching").
 
     python scripts/token_match_screen.py datasets/answers datasets/pool --rows /tmp/citerag-answerability-rows \
-        --head [--head-diagonal] --test-families --report /tmp/token-match.json
+        --head [--head-diagonal | --head-lang ja --head-l2 0.03] --test-families --report /tmp/token-match.json
 
 Reads the row caches of `train_answerability.py --ranking held-out` (built if missing, slowly) and caches the
-token states per family (`--states DIR`; about 0.5 s of CPU a question on first use). Raw MaxSim: for each content
+token states per family (`--states DIR`; encoding them is the first run's slow part). Raw MaxSim: for each content
 token of the question, the best cosine over the chosen sentence's tokens (under its heading) or its passage's,
 summarised per question. `--head` also trains the learned head (scripts/token_head.py) family-held-out (the
 development families dealt into `--folds` folds, each scored by a head fit on the others; the test families by one
@@ -105,7 +105,8 @@ def chosen_weight(qs: list[Question], extra: dict[str, dict[int, float]], lang: 
     return max(GRID, key=lambda w: (sum(first_holds(q, extra[q.key], w) for q in mine), -w))
 
 
-def head_scores(qs: list[Question], dev: list[str], folds: int, config: HeadConfig, log) -> dict[str, dict[int, float]]:
+def head_scores(qs: list[Question], dev: list[str], folds: int, config: HeadConfig, langs: set[str],
+                log) -> dict[str, dict[int, float]]:
     """Each question's head scores from a head fit on the development families outside its fold (the sorted
     development families dealt into `folds` folds; the test families: fit on every development family)."""
     out: dict[str, dict[int, float]] = {}
@@ -113,7 +114,7 @@ def head_scores(qs: list[Question], dev: list[str], folds: int, config: HeadConf
         mine = [q for q in qs if q.family in held]
         if not mine:
             continue
-        fit = [q for q in qs if q.family in dev and q.family not in held and trainable(q)]
+        fit = [q for q in qs if q.family in dev and q.family not in held and q.lang in langs and trainable(q)]
         if not fit:
             raise SystemExit(f"--head: no development question to fit a head on without {', '.join(held)}")
         head = train(fit, config, log=lambda s, held=held: log(f"  without {', '.join(held)}: {s}"))
@@ -134,6 +135,7 @@ def main() -> None:
     ap.add_argument("--head-l2", type=float, default=HeadConfig.l2, help="the head's ridge on W - W0 and u")
     ap.add_argument("--head-diagonal", action="store_true", help="one weight per principal direction, not a "
                     f"projection to {HeadConfig.dim}")
+    ap.add_argument("--head-lang", choices=("en", "ja"), help="fit the head on this language's questions only")
     ap.add_argument("--test-families", action="store_true", help="also report the test families, in aggregate")
     args = ap.parse_args()
     if not (0 <= args.head_l2 <= 100):
@@ -183,8 +185,9 @@ def main() -> None:
         report["order_lower_quartile"] = order_figures(qs, q25, lambda f, lang: weights[(f, lang)], args.test_families)
         if args.head:
             config = HeadConfig(l2=args.head_l2, diagonal=args.head_diagonal)
-            hs = head_scores(qs, dev, args.folds, config, log)
-            report["head"] = config.__dict__
+            langs = {args.head_lang} if args.head_lang else {"en", "ja"}
+            hs = head_scores(qs, dev, args.folds, config, langs, log)
+            report["head"] = {**config.__dict__, "fit_on": sorted(langs)}
             report["order_head"] = order_figures(qs, hs, lambda f, lang: 1.0, args.test_families)
             for r in rows:
                 if r["features"]:

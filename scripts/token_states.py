@@ -158,7 +158,7 @@ def _load(path: Path) -> list[Question] | None:
 
 def questions(families: list[Path], rows: Path, states: Path, include: set[str], log=print) -> list[Question]:
     """The questions of the families named in `include`, from `states` when cached (keyed by the families' files
-    and the answerer's code), else encoded (about 0.5 s of CPU a question) and cached."""
+    and the answerer's code), else encoded and cached."""
     states.mkdir(parents=True, exist_ok=True)
     enc: Encoder | None = None
     out = []
