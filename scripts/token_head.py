@@ -40,10 +40,6 @@ class Head:
     g: float
     config: HeadConfig = field(default_factory=HeadConfig)
 
-    def to_json(self) -> dict:
-        return {"basis": self.basis.round(6).tolist(), "W": self.W.round(6).tolist(), "u": self.u.round(6).tolist(),
-                "c": self.c, "alpha": self.alpha, "g": self.g, "config": self.config.__dict__}
-
 
 class _Batch:
     """The questions' token states concatenated once, in the basis; candidates are those `pick` names."""
