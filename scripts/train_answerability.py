@@ -212,11 +212,19 @@ def on_subject_held_out(rows: list[dict], off: list[dict], families: list[str],
     return p
 
 
-def floor_of(probabilities: np.ndarray) -> float:
-    """The floor that keeps (100 - PLACES_KEPT_PERCENTILE)% of these, rounded down to a hundredth."""
+def floor_of(probabilities: np.ndarray, percentile: float = PLACES_KEPT_PERCENTILE) -> float:
+    """The floor that keeps (100 - percentile)% of these, rounded down to a hundredth."""
     if not len(probabilities):
         return 0.0
-    return float(np.floor(100 * np.percentile(probabilities, PLACES_KEPT_PERCENTILE)) / 100)
+    return float(np.floor(100 * np.percentile(probabilities, percentile)) / 100)
+
+
+def floors_of(rows: list[dict], p: np.ndarray, refused: np.ndarray,
+              percentile: float = PLACES_KEPT_PERCENTILE) -> dict[str, float]:
+    """Per language, the floor that keeps the places of (100 - percentile)% of the refusals among `rows`, scored `p`
+    (`rows` first, in order)."""
+    langs = np.array([r["lang"] for r in rows])
+    return {lang: floor_of(p[: len(rows)][refused & (langs == lang)], percentile) for lang in sorted(set(langs))}
 
 
 def places_figures(rows: list[dict], off: list[dict], p: np.ndarray, floors: dict[str, float], rules) -> dict:
@@ -268,7 +276,6 @@ def figures(rows: list[dict], decided: np.ndarray) -> dict:
 
 
 def main() -> None:
-    global PLACES_KEPT_PERCENTILE
     ap = pool_arguments(__doc__.split("\n\n")[0], "citerag-answerability-rows")
     ap.add_argument("--ablate", action="append", default=[], metavar="FEATURE",
                     help="also report the held-out figures without this feature (repeatable; 'each' for all)")
@@ -288,7 +295,7 @@ def main() -> None:
     subject_features = tuple(f for f in args.subject_features.split(",") if f)
     if not 0 < args.keep_places <= 100:
         raise SystemExit("--keep-places is a percentage above 0, at most 100")
-    PLACES_KEPT_PERCENTILE = 100 - args.keep_places
+    percentile = 100 - args.keep_places
     families = families_of(args.pool)
     names = [f.name for f in families]
     rows = [r for f in families for r in rows_for(f, families, args.rows, args.ranking)]
@@ -308,8 +315,7 @@ def main() -> None:
     # asked of it). Its floor keeps the places of 90% of the pool's questions the rules (the default gate) refuse.
     on_p = on_subject_held_out(rows, off, names, features=subject_features)
     refused = np.array([bool(r["features"]) and not by_rules[i] for i, r in enumerate(rows)])
-    floors = {lang: floor_of(on_p[: len(rows)][refused & (np.array([r["lang"] for r in rows]) == lang)])
-              for lang in sorted({r["lang"] for r in rows})}
+    floors = floors_of(rows, on_p, refused, percentile)
     report["places"] = places_figures(rows, off, on_p, floors, rules)
     if args.extra_off_topic:
         extra = extra_off_topic(args.extra_off_topic)
@@ -321,14 +327,12 @@ def main() -> None:
     for feature in dropped:
         kept = tuple(f for f in subject_features if f != feature)
         a_p = on_subject_held_out(rows, off, names, features=kept)
-        a_floors = {lang: floor_of(a_p[: len(rows)][refused & (np.array([r["lang"] for r in rows]) == lang)])
-                    for lang in floors}
+        a_floors = floors_of(rows, a_p, refused, percentile)
         report["subject_ablation"][feature] = {
             lang: {k: v[k] for k in ("off_topic_listing_places", "refused_on_subject_keeping_places")}
             for lang, v in places_figures(rows, off, a_p, a_floors, rules).items()}
     q_p = on_subject_held_out(rows, off, names, features=subject_features, by_question=True)
-    q_floors = {lang: floor_of(q_p[: len(rows)][refused & (np.array([r["lang"] for r in rows]) == lang)])
-                for lang in floors}
+    q_floors = floors_of(rows, q_p, refused, percentile)
     report["places_by_question"] = places_figures(rows, off, q_p, q_floors, rules)
     report["places_test_families"] = {}
     for name in (n for n in names if n in TEST_FAMILIES):
@@ -339,8 +343,7 @@ def main() -> None:
         report["places_test_families"][name] = places_figures(mine, theirs, scores, {
             lang: v for lang, v in floors.items() if lang in langs}, rules)
     # As it was: a floor on the answerability estimate, set the same way.
-    ans_floors = {lang: floor_of(pool_p[refused & (np.array([r["lang"] for r in rows]) == lang)])
-                  for lang in floors}
+    ans_floors = floors_of(rows, pool_p, refused, percentile)
     report["places_by_answerability"] = places_figures(rows, off, p, ans_floors, rules)
     ablate = list(FEATURES) if "each" in args.ablate else args.ablate
     report["ablation"] = {}

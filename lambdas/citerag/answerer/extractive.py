@@ -215,22 +215,14 @@ def _missing(query: Query, stats: CorpusStats | None, texts: list[str]) -> tuple
         (max(lacking) / max(weight.values())) if lacking else 0.0
 
 
-def _index_lacks(query: Query, stats: CorpusStats | None) -> float:
-    """Share of the question's content terms no passage of the index holds (document frequency 0): a question on
-    another subject names things the documents never mention, a near miss mostly what they do."""
+def _index_share(query: Query, stats: CorpusStats | None, at_most: int) -> float:
+    """Share of the question's content terms that at most `at_most` passages of the index hold: a question on another
+    subject names things the documents never mention (0, `index_lacks`) or mention once in passing (1, `index_rare`),
+    a near miss mostly what they do."""
     terms = content_terms(query) - filler_ids()
     if not terms or stats is None or not stats.n_docs:
         return 0.0
-    return sum(t not in stats.df for t in terms) / len(terms)
-
-
-def _index_rare(query: Query, stats: CorpusStats | None) -> float:
-    """Share of the question's content terms at most one passage of the index holds: a question on another subject
-    names things the documents mention once in passing, if at all."""
-    terms = content_terms(query) - filler_ids()
-    if not terms or stats is None or not stats.n_docs:
-        return 0.0
-    return sum(stats.df.get(t, 0) <= 1 for t in terms) / len(terms)
+    return sum(stats.df.get(t, 0) <= at_most for t in terms) / len(terms)
 
 
 def _features(query: Query, stats: CorpusStats | None, candidates: list[Candidate], best: Candidate,
@@ -256,7 +248,7 @@ def _features(query: Query, stats: CorpusStats | None, candidates: list[Candidat
         "ja": ja, "ja_evidence": ja * matched, "ja_cosine": ja * top.similarity,
         "sentence_cover": sentence_cover, "sentence_lacks": sentence_lacks,
         "passage_cover": passage_cover, "passage_lacks": passage_lacks,
-        "index_lacks": _index_lacks(query, stats), "index_rare": _index_rare(query, stats),
+        "index_lacks": _index_share(query, stats, 0), "index_rare": _index_share(query, stats, 1),
     }
 
 
