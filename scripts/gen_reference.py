@@ -41,6 +41,17 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
+def _bounds(metadata: list) -> str:
+    """The range pydantic enforces on a field (its ge/gt/le/lt constraints), as a reader writes it."""
+    got = {attr: getattr(m, attr) for m in metadata for attr in ("ge", "gt", "le", "lt")
+           if getattr(m, attr, None) is not None}
+    low = f"at least {got['ge']}" if "ge" in got else f"above {got['gt']}" if "gt" in got else ""
+    high = f"at most {got['le']}" if "le" in got else f"below {got['lt']}" if "lt" in got else ""
+    if "ge" in got and "le" in got:
+        return f"{got['ge']} to {got['le']}"
+    return ", ".join(x for x in (low, high) if x)
+
+
 def _fields() -> list[tuple[str, str, str, str]]:
     """(name, type, default, description) of every Settings field, in the order the code declares them."""
     from citerag.settings import Settings
@@ -76,6 +87,11 @@ def _fields() -> list[tuple[str, str, str, str]]:
         else:
             default = f"`{field.default!r}`" if not isinstance(field.default, str) else f'`"{field.default}"`'
         kind = ast.get_source_segment(source, node.annotation) or ""
+        bounds = _bounds(field.metadata)
+        if bounds:
+            if notes and not notes[-1].endswith("."):
+                notes[-1] += "."
+            notes.append(f"Allowed: {bounds}.")
         rows.append((name, kind, default, " ".join(notes)))
     return rows
 
@@ -126,6 +142,17 @@ def cli_md() -> str:
                     default = ""
                 shown_default = f"`{default}`" if default != "" else ""
                 help_text = getattr(p, "help", None) or ""
+                # What `--help` shows beside the help: the range a number must be in, the variable read when the
+                # option is not given.
+                kind = getattr(p, "type", None)  # click keeps the range on the type, newer typer on the parameter
+                low = getattr(p, "min", getattr(kind, "min", None))
+                high = getattr(p, "max", getattr(kind, "max", None))
+                if low is not None or high is not None:
+                    rng = f"{low} to {high}" if low is not None and high is not None else \
+                        (f"at least {low}" if low is not None else f"at most {high}")
+                    help_text = f"{help_text} ({rng})" if help_text else rng
+                if getattr(p, "envvar", None):
+                    help_text = f"{help_text} (or {p.envvar})" if help_text else f"or {p.envvar}"
                 out.append(f"| `{_cell(shown)}` | {_cell(help_text)} | {_cell(shown_default)} |")
             out.append("")
 

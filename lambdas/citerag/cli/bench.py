@@ -31,7 +31,8 @@ def bench(
     mode: Annotated[str, typer.Option("--mode", help="bm25, dense, hybrid or all")] = "all",
     qrels: Annotated[Path | None, typer.Option("--qrels", help="another qrels file of the dataset")] = None,
     fusion: Annotated[str | None, typer.Option("--fusion", help="rrf or convex (default: settings)")] = None,
-    alpha: Annotated[float | None, typer.Option("--alpha", min=0.0, max=1.0)] = None,
+    alpha: Annotated[float | None, typer.Option("--alpha", min=0.0, max=1.0,
+                                                help="convex fusion's dense weight (default: settings)")] = None,
     sweep: Annotated[bool, typer.Option("--sweep", help="also compare fusion methods and alphas")] = False,
     packing: Annotated[bool, typer.Option("--packing", help="also compare packers on the top 20 in 25 KB")] = False,
     runs: Annotated[Path | None, typer.Option("--runs", help="write the ranking as a TREC run file (one per mode: "
@@ -141,8 +142,8 @@ def bench_index(
     = "10000,100000",
     work_dir: Annotated[Path | None, typer.Option("--work-dir", help="where the synthetic indexes go (default: "
                                                   "DATA_DIR/bench/index; deleted and rebuilt)")] = None,
-    queries: Annotated[int, typer.Option("--queries", min=10, max=10_000)] = 200,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
+    queries: Annotated[int, typer.Option("--queries", min=10, max=10_000, help="timed queries at each size")] = 200,
+    seed: Annotated[int, typer.Option("--seed", help="seed of the synthetic chunks and queries")] = 0,
     references: Annotated[bool, typer.Option("--references/--no-references", help="numpy floor, LanceDB, "
                                              "sqlite-vec, usearch HNSW (those installed) on the same data")] = True,
     replacements: Annotated[int, typer.Option("--replacements", min=0, help="also search while another process "
@@ -191,7 +192,7 @@ def bench_index(
 def bench_agent(
     dataset: Annotated[Path, typer.Argument(help="jaquad or jsquad (fetched), or a folder with answers.jsonl "
                                                  "(JaQuAD layout)")],
-    questions: Annotated[int, typer.Option("--questions", min=1)] = 200,
+    questions: Annotated[int, typer.Option("--questions", min=1, help="how many of the set's questions to ask")] = 200,
     qrels: Annotated[Path | None, typer.Option("--qrels", help="qrels file (default qrels_context_only.tsv)")]
     = None,
     agent: Annotated[str, typer.Option("--agent", help="comma-separated: local (Classic), agentcore-local, "
@@ -243,7 +244,7 @@ def bench_agent(
 
 @app.command("bench-handler")
 def bench_handler(
-    repeats: Annotated[int, typer.Option("--repeats", min=5)] = 50,
+    repeats: Annotated[int, typer.Option("--repeats", min=5, help="timed searches of each kind")] = 50,
     as_json: JsonOpt = False,
 ) -> None:
     """Search Lambda latency against local doubles: 100 ms Titan + 50 ms per Pinecone query, then zero latency

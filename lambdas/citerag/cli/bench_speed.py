@@ -19,7 +19,8 @@ from citerag.errors import CiteragError
 def bench_embed(
     threads: Annotated[str, typer.Option("--threads", help="OpenMP thread counts to compare, comma-separated "
                                          "(default: every usable core, i.e. OpenMP's default, and 1)")] = "",
-    rounds: Annotated[int, typer.Option("--rounds", min=1)] = 5,
+    rounds: Annotated[int, typer.Option("--rounds", min=1,
+                                        help="times the query set is embedded at each thread count")] = 5,
     as_json: JsonOpt = False,
 ) -> None:
     """Query embedding latency p50/p95 per OpenMP thread count, idle and with a CPU burner on every core."""

@@ -44,7 +44,8 @@ def ingest(
 
     Exit status: 0 when done (a file that cannot be indexed for what it holds is reported, not fatal); 1 when no
     file could be indexed or the command itself failed; 3 when any file failed for a system reason (an I/O error,
-    no space left, a permission, the index), which the summary names."""
+    no space left, a permission, the index), which the summary names; 130 when interrupted (Ctrl-C), keeping every
+    document that finished."""
     with errors(as_json):
         extra = parse_meta(meta or [])
         comps = components(index, namespace, ocr=True if ocr else None)

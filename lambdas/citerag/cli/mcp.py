@@ -14,7 +14,7 @@ from citerag.extras import needs
 @app.command()
 def mcp(
     http: Annotated[int | None, typer.Option("--http", min=1, max=65535, help="serve streamable HTTP on "
-                                                                             "127.0.0.1:PORT/mcp instead of stdio")]
+                                                                             "HOST:PORT/mcp instead of stdio")]
     = None,
     host: Annotated[str, typer.Option("--host", help="with --http: the address to bind")] = "127.0.0.1",
     tenant: Annotated[str | None, typer.Option("--tenant", help="search as this tenant (documents ingested with "

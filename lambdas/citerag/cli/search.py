@@ -26,7 +26,7 @@ from citerag.errors import CiteragError
 @app.command()
 def search(
     query: Annotated[str, typer.Argument(help="what to look for")],
-    top_k: Annotated[int, typer.Option("--top-k", min=1, max=100)] = 5,
+    top_k: Annotated[int, typer.Option("--top-k", min=1, max=100, help="how many passages to print")] = 5,
     filter_: Annotated[list[str] | None, typer.Option("--filter", help="key=value, key>=n or JSON")] = None,
     mode: Annotated[str, typer.Option("--mode", help="hybrid, dense or bm25")] = "hybrid",
     index: IndexOpt = None,
