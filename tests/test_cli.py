@@ -332,3 +332,15 @@ def test_ingest_prepares_no_answer_statement_longer_than_a_passage(tmp_path):
     passages = [c.text for c in chunk_document(loaded, max_chars=600, overlap_chars=0)]
     assert max(len(p) for p in passages) <= 600  # what the answerer reads statements out of is never longer
     assert len(answer_statements([uri])) == len(prepared) + 1  # without a bound the line was prepared too
+
+
+def test_ctrl_c_during_ingest_says_what_the_index_keeps(tmp_path, monkeypatch):
+    from citerag.ingestion.ingestor import Ingestor
+
+    def pressed_ctrl_c(self, *args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Ingestor, "ingest_paths", pressed_ctrl_c)
+    r = run("ingest", str(SAMPLES / "faq-en.md"), "--index", str(tmp_path / "i.sqlite"), env=FAST)
+    assert r.exit_code == 130
+    assert "interrupted; the index keeps every document that finished" in r.output

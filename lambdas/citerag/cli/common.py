@@ -79,8 +79,14 @@ def settings(**overrides: Any) -> Settings:
                            f"{', '.join(map(str, config_files())) or 'no citerag.toml'})") from None
 
 
+INGEST_INTERRUPTED = "interrupted; the index keeps every document that finished"
+
+
 @contextmanager
-def errors(as_json: bool):
+def errors(as_json: bool, interrupted: str = "interrupted"):
+    """A command's errors as one line (and exit code); Ctrl-C as `interrupted`, which the command words for what it
+    was doing (ingest: what the index keeps). Every command said ingest's line: Ctrl-C during a chat answer
+    ended with "the index keeps every document that finished"."""
     try:
         yield
     except CiteragError as exc:
@@ -88,7 +94,7 @@ def errors(as_json: bool):
     except ImportError as exc:
         fail(str(exc), as_json)
     except KeyboardInterrupt:
-        fail("interrupted; the index keeps every document that finished", as_json, code=130)
+        fail(interrupted, as_json, code=130)
 
 
 def writable(path: Path, option: str) -> None:

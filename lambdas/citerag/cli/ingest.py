@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from citerag.cli.common import (
+    INGEST_INTERRUPTED,
     IndexOpt,
     JsonOpt,
     NamespaceOpt,
@@ -45,7 +46,7 @@ def ingest(
     Exit status: 0 when done (a file that cannot be indexed for what it holds is reported, not fatal); 1 when no
     file could be indexed or the command itself failed; 3 when any file failed for a system reason (an I/O error,
     no space left, a permission, the index), which the summary names."""
-    with errors(as_json):
+    with errors(as_json, INGEST_INTERRUPTED):
         extra = parse_meta(meta or [])
         comps = components(index, namespace, ocr=True if ocr else None)
         started, started_at = time.monotonic(), time.time()
