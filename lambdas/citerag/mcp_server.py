@@ -34,7 +34,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from mcp.types import Resource, ToolAnnotations
 
-from citerag.answerers import OFFLINE, explained
+from citerag.answerers import AGENTCORE_PACKAGES, OFFLINE, explained
 from citerag.citations.answer_wire import to_wire
 from citerag.citations.search_tool import RETRY_ATTRIBUTE, TURN_ATTRIBUTE, access_filter, may_see
 from citerag.citations.tool import FUNCTION_DESCRIPTION, FUNCTION_NAME, INSTRUCTION, input_schema
@@ -219,10 +219,6 @@ def _client_key(ctx: Any) -> str:
     return str(headers.get("mcp-session-id", ""))[:200] if headers is not None else ""
 
 
-# What the AgentCore agent imports beyond the local extra (the agentcore extra's packages).
-_AGENTCORE_PACKAGES = frozenset({"strands", "bedrock_agentcore", "opentelemetry"})
-
-
 def build_server(components, *, access: dict[str, str] | None = None) -> MCPServer:
     tool = components.search_tool()
     session = dict(access or {})
@@ -287,7 +283,7 @@ def build_server(components, *, access: dict[str, str] | None = None) -> MCPServ
         try:
             agent = agent or components.agentcore_agent()
         except ImportError as exc:
-            if (getattr(exc, "name", None) or "").split(".")[0] not in _AGENTCORE_PACKAGES:
+            if (getattr(exc, "name", None) or "").split(".")[0] not in AGENTCORE_PACKAGES:
                 raise
             # The AgentCore agent comes with the agentcore extra (Strands); the local extra, which brings
             # `citerag mcp`, has the local Classic agent that `citerag ask` answers with: same search, answerer and
