@@ -254,10 +254,11 @@ def _is_unmapped_cjk(font: Any) -> bool:
 
 
 def _pypdf_reads_cmap(name: str) -> bool:
-    """Whether pypdf decodes this predefined CMap itself: its table of them, and the Unicode ones it reads as
-    UTF-16 (pypdf/_cmap.py, build_char_map's encoding lookup). Without that table (a later pypdf may move it), none
-    is taken as read: pdfminer.six reads them all."""
-    if "-UCS2-" in name:
+    """Whether pypdf decodes this predefined CMap itself: its table of them, and the UTF-16 ones, which it reads
+    as UTF-16 with or without an entry (pypdf/_cmap.py, build_char_map's encoding lookup: an unknown name falls back
+    to UTF-16, right for UniKS-UTF16-H). Without that table (a later pypdf may move it), no other is taken as
+    read: pdfminer.six reads them all."""
+    if "-UCS2-" in name or "-UTF16-" in name:
         return True
     try:
         from pypdf._cmap import _predefined_cmap
