@@ -186,7 +186,7 @@ def test_ingest_prints_failures_on_stderr_and_one_summary_line(tmp_path):
     assert "failed" in r.stderr and "[red]broken.pdf" in r.stderr and "corrupt" in r.stderr
     assert "broken" not in r.stdout
     summary = r.stdout.strip().splitlines()[-1]
-    assert summary.startswith("1 added, 1 failed; 1 passages indexed, 1 embedded in ")
+    assert summary.startswith("1 added, 1 failed; 1 passage indexed, 1 embedded in ")
 
 
 def test_ask_json_gives_each_cited_sentence_with_its_span_sources_and_location(tmp_path):
@@ -344,3 +344,21 @@ def test_ctrl_c_during_ingest_says_what_the_index_keeps(tmp_path, monkeypatch):
     r = run("ingest", str(SAMPLES / "faq-en.md"), "--index", str(tmp_path / "i.sqlite"), env=FAST)
     assert r.exit_code == 130
     assert "interrupted; the index keeps every document that finished" in r.output
+
+
+def test_ingest_summary_counts_passages_and_answer_statements_apart(tmp_path):
+    # "396 passages indexed, 2667 embedded": the answerer's statements, embedded after the passages, were counted
+    # as if they were passages embedded.
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "pump.md").write_text("# Pump\n\nThe pump is descaled every 90 days. Its seal is replaced every year. "
+                                    "The filter is rinsed once a month.\n", encoding="utf-8")
+    index = str(tmp_path / "i.sqlite")
+    r = run("ingest", str(folder), "--index", index, "--json")
+    data = json.loads(r.stdout)
+    assert data["passages"] == 1 and data["statements_prepared"] == 3
+    assert data["embedded"] == data["passages"] + data["statements_prepared"]
+    (folder / "pump.md").write_text("# Pump\n\nThe pump is descaled every 60 days.\n", encoding="utf-8")
+    r = run("ingest", str(folder), "--index", index)
+    summary = r.stdout.strip().splitlines()[-1]
+    assert summary.startswith("1 replaced; 1 passage indexed, 1 embedded, 1 answer statement prepared in "), summary

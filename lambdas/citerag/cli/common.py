@@ -175,8 +175,12 @@ def run_ingest(comps: Components, paths: list[Path], *, sync: bool, extra: dict,
 
         results = ingestor.ingest_paths(paths, sync=sync, on_file=on_file, on_progress=on_progress)
         _prepare_search(comps, bar, task, quiet)
+        # How many of the texts embedded were the answerer's statements, not passages: the summary counts each.
+        comps.statements_prepared = 0
         if prepares_answers(comps):
+            before = comps.embedder.misses
             _prepare_answers(comps, [r.source for r in results if r.status in ("added", "replaced")], bar, task)
+            comps.statements_prepared = comps.embedder.misses - before
         return results
 
 
