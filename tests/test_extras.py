@@ -63,7 +63,8 @@ def test_a_server_without_its_dependency_names_the_local_extra(monkeypatch, comm
 def test_the_agentcore_agent_without_its_extra_names_the_agentcore_extra(monkeypatch):
     # With only the local extra, `ask --agent agentcore-local` said "Error: No module named 'bedrock_agentcore'".
     monkeypatch.chdir(ROOT)
-    monkeypatch.setitem(sys.modules, "bedrock_agentcore", None)
+    for name in ["bedrock_agentcore", *(m for m in sys.modules if m.startswith("bedrock_agentcore."))]:
+        monkeypatch.setitem(sys.modules, name, None)  # a submodule an earlier test imported would still load
     monkeypatch.delitem(sys.modules, "citerag.agentcore_app", raising=False)
     r = runner.invoke(app, ["ask", "What does error E2 mean?", "--agent", "agentcore-local"],
                       env={"CITERAG_EMBEDDER": "hashing"})

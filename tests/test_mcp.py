@@ -142,7 +142,8 @@ def test_ask_says_the_answerers_decision_and_a_refusal_names_its_reason(comps, s
 def test_ask_without_the_agentcore_extra_answers_with_the_local_agent(comps, monkeypatch):
     # `pip install "citerag[local]"` brings `citerag mcp` but not Strands, which the AgentCore agent imports: every
     # `ask` failed with "Error executing tool ask" (No module named 'strands' on the server's stderr).
-    monkeypatch.setitem(sys.modules, "strands", None)
+    for name in ["strands", *(m for m in sys.modules if m.startswith("strands."))]:
+        monkeypatch.setitem(sys.modules, name, None)  # a submodule an earlier test imported would still load
     monkeypatch.delitem(sys.modules, "citerag.runtimes.agentcore.agent", raising=False)
     server = build_server(comps)
     result = call(server, "ask", {"question": "What does error E2 mean?"})
