@@ -93,10 +93,13 @@ def make_pdf(pages: list[str], *, title: str | None = None, japanese: bool = Fal
     return buf.getvalue()
 
 
-def make_cid_pdf(runs: list[tuple[float, float, list[int]]], *, in_form: bool = False) -> bytes:
+def make_cid_pdf(runs: list[tuple[float, float, list[int]]], *, in_form: bool = False,
+                 encoding: str = "Identity-H") -> bytes:
     """A page of text in a Japanese CID font with no ToUnicode map, as pLaTeX/dvipdfmx writes one: each run is
     (x, y, glyph numbers in Adobe-Japan1) shown with Identity-H, on the page or (in_form) in a form the page draws.
-    The font is not embedded (a viewer substitutes one), which the text layer does not need."""
+    Another of Adobe's predefined CMaps (`encoding`, "H": two-byte JIS X 0208 codes, as older Japanese TeX writes)
+    takes that CMap's codes instead. The font is not embedded (a viewer substitutes one), which the text layer does
+    not need."""
     text = "".join(f"BT /F1 12 Tf {x} {y} Td <{''.join(f'{c:04X}' for c in cids)}> Tj ET\n" for x, y, cids in runs)
     content = "q /Fm1 Do Q\n" if in_form else text
     objects = [
@@ -105,7 +108,7 @@ def make_cid_pdf(runs: list[tuple[float, float, list[int]]], *, in_form: bool = 
         "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] "
         "/Resources << /Font 9 0 R /XObject << /Fm1 8 0 R >> >> /Contents 4 0 R >>",  # fonts by reference, as is common
         f"<< /Length {len(content)} >>\nstream\n{content}endstream",
-        "<< /Type /Font /Subtype /Type0 /BaseFont /Ryumin-Light /Encoding /Identity-H /DescendantFonts [6 0 R] >>",
+        f"<< /Type /Font /Subtype /Type0 /BaseFont /Ryumin-Light /Encoding /{encoding} /DescendantFonts [6 0 R] >>",
         "<< /Type /Font /Subtype /CIDFontType0 /BaseFont /Ryumin-Light /FontDescriptor 7 0 R "
         "/CIDSystemInfo << /Registry (Adobe) /Ordering (Japan1) /Supplement 6 >> /DW 1000 >>",
         "<< /Type /FontDescriptor /FontName /Ryumin-Light /Flags 6 /FontBBox [-170 -331 1024 903] /ItalicAngle 0 "

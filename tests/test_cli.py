@@ -186,7 +186,7 @@ def test_ingest_prints_failures_on_stderr_and_one_summary_line(tmp_path):
     assert "failed" in r.stderr and "[red]broken.pdf" in r.stderr and "corrupt" in r.stderr
     assert "broken" not in r.stdout
     summary = r.stdout.strip().splitlines()[-1]
-    assert summary.startswith("1 added, 1 failed; 1 passages indexed, 1 embedded in ")
+    assert summary.startswith("1 added, 1 failed; 1 passage indexed, 1 embedded in ")
 
 
 def test_ask_json_gives_each_cited_sentence_with_its_span_sources_and_location(tmp_path):
@@ -314,3 +314,51 @@ def test_ingest_builds_the_search_graph_and_a_search_only_reads_it(tmp_path, mon
     assert saved.stat().st_mtime_ns == before
     r = run("ingest", str(SAMPLES), "--index", str(index), "--json", env=env)
     assert json.loads(r.stdout)["search_graph"] == []  # nothing new to add
+
+
+def test_ingest_prepares_no_answer_statement_longer_than_a_passage(tmp_path):
+    # A 2 MB text file of one line with no full stop spent 9 minutes in "Preparing answers" embedding that line as
+    # one statement, which the answerer, reading statements out of passages of at most the chunk size, never meets.
+    from citerag.cli.common import answer_statements
+    from citerag.documents.chunking import chunk_document
+
+    doc = tmp_path / "log.txt"
+    doc.write_text("The backup runs at midnight.\n\n" + "word " * 4000 + "\n", encoding="utf-8")
+    uri = doc.resolve().as_uri()
+    prepared = answer_statements([uri], 600)
+    assert prepared and all("word word" not in s for s in prepared)
+    assert any("The backup runs at midnight." in s for s in prepared)
+    loaded = load_path(doc)
+    passages = [c.text for c in chunk_document(loaded, max_chars=600, overlap_chars=0)]
+    assert max(len(p) for p in passages) <= 600  # what the answerer reads statements out of is never longer
+    assert len(answer_statements([uri])) == len(prepared) + 1  # without a bound the line was prepared too
+
+
+def test_ctrl_c_during_ingest_says_what_the_index_keeps(tmp_path, monkeypatch):
+    from citerag.ingestion.ingestor import Ingestor
+
+    def pressed_ctrl_c(self, *args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Ingestor, "ingest_paths", pressed_ctrl_c)
+    r = run("ingest", str(SAMPLES / "faq-en.md"), "--index", str(tmp_path / "i.sqlite"), env=FAST)
+    assert r.exit_code == 130
+    assert "interrupted; the index keeps every document that finished" in r.output
+
+
+def test_ingest_summary_counts_passages_and_answer_statements_apart(tmp_path):
+    # "396 passages indexed, 2667 embedded": the answerer's statements, embedded after the passages, were counted
+    # as if they were passages embedded.
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "pump.md").write_text("# Pump\n\nThe pump is descaled every 90 days. Its seal is replaced every year. "
+                                    "The filter is rinsed once a month.\n", encoding="utf-8")
+    index = str(tmp_path / "i.sqlite")
+    r = run("ingest", str(folder), "--index", index, "--json")
+    data = json.loads(r.stdout)
+    assert data["passages"] == 1 and data["statements_prepared"] == 3
+    assert data["embedded"] == data["passages"] + data["statements_prepared"]
+    (folder / "pump.md").write_text("# Pump\n\nThe pump is descaled every 60 days.\n", encoding="utf-8")
+    r = run("ingest", str(folder), "--index", index)
+    summary = r.stdout.strip().splitlines()[-1]
+    assert summary.startswith("1 replaced; 1 passage indexed, 1 embedded, 1 answer statement prepared in "), summary

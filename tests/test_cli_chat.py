@@ -110,3 +110,17 @@ def test_chat_json_says_what_a_follow_up_was_asked_as_and_no_rewrite_asks_it_as_
     assert lines[1]["asked_as"] == "How do I clean it (error E2)?" and "cotton swab" in lines[1]["answer"]
     plain = [json.loads(x) for x in run("chat", "--json", "--no-rewrite", input=turns).stdout.splitlines()]
     assert not any("asked_as" in line for line in plain)
+
+
+def test_ctrl_c_during_a_chat_answer_says_interrupted_not_what_an_ingest_keeps(monkeypatch):
+    # Every command said ingest's line on Ctrl-C: a chat stopped mid-answer ended with "interrupted; the index keeps
+    # every document that finished", as if it had been writing the index.
+    from citerag import answerers
+
+    def pressed_ctrl_c(self, question, *, flt=None):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(answerers._LocalAgent, "ask", pressed_ctrl_c)
+    r = run("chat", input="What does error E2 mean?\n")
+    assert r.exit_code == 130
+    assert "Error: interrupted" in r.output and "the index keeps" not in r.output

@@ -58,3 +58,16 @@ def test_a_server_without_its_dependency_names_the_local_extra(monkeypatch, comm
     assert r.exit_code == 1
     assert 'needs the local extra: pip install -e ".[local]"' in r.output
     assert "agentcore" not in r.output and "[serve]" not in r.output
+
+
+def test_the_agentcore_agent_without_its_extra_names_the_agentcore_extra(monkeypatch):
+    # With only the local extra, `ask --agent agentcore-local` said "Error: No module named 'bedrock_agentcore'".
+    monkeypatch.chdir(ROOT)
+    for name in ["bedrock_agentcore", *(m for m in sys.modules if m.startswith("bedrock_agentcore."))]:
+        monkeypatch.setitem(sys.modules, name, None)  # a submodule an earlier test imported would still load
+    monkeypatch.delitem(sys.modules, "citerag.agentcore_app", raising=False)
+    r = runner.invoke(app, ["ask", "What does error E2 mean?", "--agent", "agentcore-local"],
+                      env={"CITERAG_EMBEDDER": "hashing"})
+    assert r.exit_code == 1
+    assert '--agent agentcore-local needs the agentcore extra: pip install -e ".[agentcore]"' in r.output
+    assert "No module named" not in r.output

@@ -456,6 +456,21 @@ def test_japanese_in_a_cid_font_without_a_unicode_map_is_read_as_japanese(in_for
     assert text.startswith("イントロダクション") and text.endswith("サポートは非公式です．実行権限を検索")
 
 
+def test_japanese_in_a_predefined_cmap_pypdf_cannot_decode_is_read_as_japanese_without_log_noise(caplog):
+    # ChaSen's Japanese manual (pLaTeX, 2007) sets its text in the "H" CMap (two-byte JIS X 0208 codes) with no
+    # ToUnicode map: pypdf, which has no table for it, read the codes as UTF-16 ("䍣搥" for "茶筌"), the whole manual
+    # was indexed as nonsense and no Japanese question found it, and pypdf logged "Advanced encoding /H not
+    # implemented yet" on the terminal once a run of text, hundreds of lines during one ingest.
+    def jis(text: str) -> list[int]:
+        raw = text.encode("iso2022_jp").replace(b"\x1b$B", b"").replace(b"\x1b(B", b"")
+        return [int.from_bytes(raw[i:i + 2], "big") for i in range(0, len(raw), 2)]
+
+    pdf = make_cid_pdf([(72.0, 760.0, jis("茶筌を使う")), (72.0, 600.0, jis("辞書を作成する"))], encoding="H")
+    text = load_bytes(pdf, "file:///manual-j.pdf", "manual-j.pdf").sections[0].text
+    assert text.startswith("茶筌を使う") and text.endswith("辞書を作成する")
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("pypdf")] == []
+
+
 def test_a_page_pdfminer_lays_out_reads_the_same_on_every_run(monkeypatch):
     # pdfminer.six groups equally close text boxes in the order of their memory addresses: TeX Live's Japanese guide
     # loaded its emphasis dots as "・ さ ・ れ" in some runs and "・ れ ・ さ" in others. Five characters on a grid,

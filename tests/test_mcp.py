@@ -139,6 +139,25 @@ def test_ask_says_the_answerers_decision_and_a_refusal_names_its_reason(comps, s
     assert answer["decision"]["reason"] in ("no_relevant_passage", "not_answerable") and answer["decision"]["detail"]
 
 
+def test_ask_without_the_agentcore_extra_answers_with_the_local_agent(comps, monkeypatch):
+    # `pip install "citerag[local]"` brings `citerag mcp` but not Strands, which the AgentCore agent imports: every
+    # `ask` failed with "Error executing tool ask" (No module named 'strands' on the server's stderr).
+    for name in ["strands", *(m for m in sys.modules if m.startswith("strands."))]:
+        monkeypatch.setitem(sys.modules, name, None)  # a submodule an earlier test imported would still load
+    monkeypatch.delitem(sys.modules, "citerag.runtimes.agentcore.agent", raising=False)
+    server = build_server(comps)
+    result = call(server, "ask", {"question": "What does error E2 mean?"})
+    assert not result.is_error, result.content
+    answer = json.loads(result.content[0].text)
+    assert answer["answered"] and "sensor is dirty" in answer["text"]
+    sources = [s for c in answer["citations"] for s in c["sources"]]
+    assert any(s["uri"].endswith("kumo-pure-300-manual-en.pdf") and s["page"] == 5 for s in sources)
+    assert answer["decision"]["answered"] and answer["decision"]["reason"] is None
+    refused = json.loads(call(server, "ask", {"question": "How do I configure a Kubernetes ingress controller?"})
+                         .content[0].text)
+    assert not refused["answered"] and refused["citations"] == [] and refused["decision"]["reason"]
+
+
 def test_ask_not_answered_names_where_search_found_passages(comps):
     # A model that reads the passages and finds no answer (the bundled one answers every sample question).
     script = (classify(), tool_turn({"query": "HEPA filter price"}),

@@ -274,6 +274,28 @@ def test_a_cited_web_page_is_shown_with_its_cited_sentences_marked(tmp_path):
     assert "var s = 'hold the button for ten seconds';" in r.text  # a script's text is never marked
 
 
+def test_a_markdown_file_is_never_served_as_a_marked_web_page(tmp_path):
+    # /marked read any indexed file as HTML: a Markdown file's "<img src=…>" became an element the browser loaded.
+    from starlette.testclient import TestClient
+
+    from citerag.cli.serve import build_app
+    from citerag.components import Components
+    from citerag.settings import Settings
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "notes.md").write_text("# Notes\n\nThe <img src=http://tracker.example/x.png> widget is blue.\n",
+                                   encoding="utf-8")
+    comps = Components(Settings(data_dir=tmp_path / "data", embedder="hashing", index_path=tmp_path / "i.sqlite"))
+    comps.ingestor().ingest_paths([docs])
+    client = TestClient(build_app(comps), base_url=BASE)
+    r = client.get("/marked", params={"uri": (docs / "notes.md").resolve().as_uri(), "quote": "widget"})
+    assert r.status_code == 404 and "<img" not in r.text and "only a web page" in r.text
+    page = client.get("/source", params={"uri": (docs / "notes.md").resolve().as_uri(), "section": "Notes",
+                                         "quote": "The widget is blue."}).text
+    assert "/marked?" not in page and "/file?" in page  # what the page links to: the file, shown as text
+
+
 @pytest.mark.parametrize("page, quote, marked", [
     ("<p>Caf&eacute; opens at nine.</p>", "Café opens at nine.",
      '<p><mark class="citerag-cited" id="citerag-cited">Caf&eacute; opens at nine.</mark></p>'),

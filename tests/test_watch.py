@@ -158,3 +158,39 @@ def test_ingest_watch_follows_the_file_system_until_stopped(tmp_path, monkeypatc
     lines = [json.loads(line) for line in outcome["r"].stdout.splitlines() if line.startswith('{"source"')]
     changes = [(Path(x["source"]).name, x["status"]) for x in lines if x["status"] != "unchanged"]
     assert changes == [("second.md", "added"), ("first.md", "removed")]
+
+
+def test_ctrl_c_stops_ingest_watch_with_its_own_line_only(tmp_path):
+    # watchfiles, told not to raise on Ctrl-C, logged "KeyboardInterrupt caught, stopping watch" on the terminal
+    # above the command's "Stopped watching".
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    folder = tmp_path / "docs"
+    _write(folder / "first.md", "first")
+    env = {**os.environ, "CITERAG_EMBEDDER": "hashing", "CITERAG_DATA_DIR": str(tmp_path / "data")}
+    proc = subprocess.Popen([sys.executable, "-c", "from citerag.cli import main; main()", "ingest", str(folder),
+                             "--watch"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    comps = Components(Settings(data_dir=tmp_path / "data", embedder="hashing"))
+
+    def until(wanted: dict[str, int]) -> None:
+        deadline = time.monotonic() + WAIT_S
+        while time.monotonic() < deadline and proc.poll() is None:
+            if (tmp_path / "data" / "index.sqlite").exists() and _indexed(comps) == wanted:
+                return
+            time.sleep(0.1)
+
+    try:
+        until({"first.md": 1})
+        # A file the watcher itself indexes (a notification or its first catch-up): Ctrl-C then reaches it watching.
+        _write(folder / "second.md", "second")
+        until({"first.md": 1, "second.md": 1})
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=WAIT_S)
+    finally:
+        proc.kill()
+    assert "first.md" in out and "second.md" in out
+    assert "Stopped watching" in err
+    assert "KeyboardInterrupt" not in err and "Traceback" not in err

@@ -14,6 +14,8 @@ from citerag.errors import CiteragError
 from citerag.search.query import analyze
 
 AGENTS = ("local", "none", "agentcore-local")
+# What the AgentCore runtime imports beyond the local extra: the agentcore extra's packages.
+AGENTCORE_PACKAGES = frozenset({"bedrock_agentcore", "strands", "opentelemetry"})
 OFFLINE = "citerag/extractive"  # the offline answerer's model id
 
 
@@ -102,7 +104,14 @@ class _AgentCoreLocal:
     """The AgentCore runtime app in-process, as a client of the runtime would get its answer."""
 
     def __init__(self, comps, session_id: str | None = None, access: dict | None = None) -> None:
-        from citerag.agentcore_app import InProcessRuntime
+        try:
+            from citerag.agentcore_app import InProcessRuntime
+        except ImportError as exc:  # said as every missing extra is: "No module named 'bedrock_agentcore'" was all
+            if (exc.name or "").split(".")[0] not in AGENTCORE_PACKAGES:
+                raise
+            from citerag.extras import needs
+
+            raise CiteragError(needs("--agent agentcore-local", "agentcore")) from None
 
         self.comps = comps
         self.runtime = InProcessRuntime(comps)

@@ -34,7 +34,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from mcp.types import Resource, ToolAnnotations
 
-from citerag.answerers import OFFLINE, explained
+from citerag.answerers import AGENTCORE_PACKAGES, OFFLINE, explained
 from citerag.citations.answer_wire import to_wire
 from citerag.citations.search_tool import RETRY_ATTRIBUTE, TURN_ATTRIBUTE, access_filter, may_see
 from citerag.citations.tool import FUNCTION_DESCRIPTION, FUNCTION_NAME, INSTRUCTION, input_schema
@@ -280,7 +280,15 @@ def build_server(components, *, access: dict[str, str] | None = None) -> MCPServ
             raise ToolError("question is empty: pass the user's question")
         if len(text) > MAX_PROMPT_CHARS:
             raise ToolError(f"question is longer than {MAX_PROMPT_CHARS:,} characters")
-        agent = agent or components.agentcore_agent()
+        try:
+            agent = agent or components.agentcore_agent()
+        except ImportError as exc:
+            if (getattr(exc, "name", None) or "").split(".")[0] not in AGENTCORE_PACKAGES:
+                raise
+            # The AgentCore agent comes with the agentcore extra (Strands); the local extra, which brings
+            # `citerag mcp`, has the local Classic agent that `citerag ask` answers with: same search, answerer and
+            # citation checks. The call used to fail with "No module named 'strands'".
+            return await _ask_locally(text)
         async with turn:
             components.answering.newest = None
             events = [e async for e in agent.stream(TurnRequest(question=text, session_id=new_session_id(),
@@ -291,6 +299,20 @@ def build_server(components, *, access: dict[str, str] | None = None) -> MCPServ
             raise ToolError(str(final.get("message") or "the agent could not answer"))
         model = OFFLINE if type(components.agent_model).__name__ == "OfflineAgentModel" else ""
         answer = explained(answer_from_events(events), decision, events, model)
+        said = answer.decision.model_dump(mode="json", include={"answered", "reason", "detail", "probability",
+                                                                "threshold"}) if answer.decision else None
+        return to_wire(answer) | {"decision": said}
+
+    async def _ask_locally(text: str) -> dict[str, Any]:
+        from citerag.answerers import open_answerer
+
+        # A session of its own per call, as the AgentCore agent's turn has: a question is not a follow-up.
+        local = open_answerer(components, "local", session_attributes=dict(session), session_id=new_session_id())
+        async with turn:
+            try:
+                answer = await asyncio.to_thread(local.ask, text)
+            except CiteragError as exc:
+                raise ToolError(str(exc)) from None
         said = answer.decision.model_dump(mode="json", include={"answered", "reason", "detail", "probability",
                                                                 "threshold"}) if answer.decision else None
         return to_wire(answer) | {"decision": said}

@@ -12,21 +12,24 @@ from citerag.documents.model import LoadedDocument
 MIN_CHARS = 8  # the ranking skips shorter statements
 
 
-def statement_texts(doc: LoadedDocument) -> list[str]:
+def statement_texts(doc: LoadedDocument, max_chars: int | None = None) -> list[str]:
     """Each statement of each section under the heading `ranking._heading` gives a passage of it: its heading path,
-    or for a page or a text file's lines (no heading path) the document's title."""
+    or for a page or a text file's lines (no heading path) the document's title. A statement longer than a passage
+    (`max_chars`, the chunk size) is left out: the answerer reads statements out of passages and never meets it, and
+    the model's cost grows with its length (a 2 MB line with no full stop took 9 minutes of "Preparing answers")."""
     out: list[str] = []
+    longest = max_chars if max_chars is not None else float("inf")
     for section in doc.sections:
         head = section.section[-HEADING_CHARS:] if section.section else doc.title[:HEADING_CHARS]
         for statement in split_statements(section.text, lines_wrap=section.page is None):
-            if len(statement) >= MIN_CHARS and not statement.endswith(("?", "？")):
+            if MIN_CHARS <= len(statement) <= longest and not statement.endswith(("?", "？")):
                 out.append(_under(head, statement))
     return list(dict.fromkeys(out))
 
 
-def warm(embedder, docs: Iterable[LoadedDocument], progress=None) -> int:
+def warm(embedder, docs: Iterable[LoadedDocument], progress=None, max_chars: int | None = None) -> int:
     """Embed the statements of these documents through the (cached) embedder; how many texts were weighed."""
-    texts = [t for doc in docs for t in statement_texts(doc)]
+    texts = [t for doc in docs for t in statement_texts(doc, max_chars)]
     if texts:
         embedder.embed_passages(texts, progress=progress) if progress else embedder.embed_passages(texts)
     return len(texts)

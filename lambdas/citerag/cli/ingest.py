@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from citerag.cli.common import (
+    INGEST_INTERRUPTED,
     IndexOpt,
     JsonOpt,
     NamespaceOpt,
@@ -46,7 +47,7 @@ def ingest(
     file could be indexed or the command itself failed; 3 when any file failed for a system reason (an I/O error,
     no space left, a permission, the index), which the summary names; 130 when interrupted (Ctrl-C), keeping every
     document that finished."""
-    with errors(as_json):
+    with errors(as_json, INGEST_INTERRUPTED):
         extra = parse_meta(meta or [])
         comps = components(index, namespace, ocr=True if ocr else None)
         started, started_at = time.monotonic(), time.time()
@@ -54,19 +55,21 @@ def ingest(
         seconds = time.monotonic() - started
         counts = {s: sum(1 for r in results if r.status == s)
                   for s in ("added", "replaced", "unchanged", "removed", "skipped", "failed")}
-        embedded = comps.embedder.misses
+        embedded = comps.embedder.misses  # passages and the answerer's statements
+        statements = getattr(comps, "statements_prepared", 0)
         passages = sum(r.chunks for r in results if r.status in ("added", "replaced"))
         # Without --sync, documents whose files were deleted or renamed stay searchable (and a renamed one is cited
         # twice): say so, and how to drop them.
         gone = [] if sync or watch else comps.ingestor(extra).gone(paths)
         system = system_failures(results)
         if as_json:
-            print(json.dumps({"summary": counts, "system_failures": system, "embedded": embedded, "passages": passages,
+            print(json.dumps({"summary": counts, "system_failures": system, "embedded": embedded,
+                              "statements_prepared": statements, "passages": passages,
                               "seconds": round(seconds, 3), "search_graph": getattr(comps, "graph_builds", []),
                               "results": [r.model_dump() for r in results],
                               "files_gone": gone}, ensure_ascii=False))
         else:
-            _print_ingest(results, counts, embedded, passages, seconds)
+            _print_ingest(results, counts, embedded - statements, statements, passages, seconds)
             if system:
                 reasons = ", ".join(f"{reason} ({n})" for reason, n in system.items())
                 out.print(f"[bold red]{plural(sum(system.values()), 'file')} failed for a system reason, not for "
@@ -106,13 +109,16 @@ def system_failures(results) -> dict[str, int]:
     return out  # the files a notice names before it counts the rest
 
 
-def _print_ingest(results, counts: dict[str, int], embedded: int, passages: int, seconds: float) -> None:
+def _print_ingest(results, counts: dict[str, int], embedded: int, statements: int, passages: int,
+                  seconds: float) -> None:
     """Failures and skips were printed on stderr, and documents added or replaced on stdout, as they happened; here
-    what --sync removed, then one summary line."""
+    what --sync removed, then one summary line: passages indexed, passages embedded (the rest came from the cache)
+    and the answerer's statements prepared ("396 passages indexed, 2667 embedded" counted both as one)."""
     for r in results:
         if r.status == "removed":
             out.print(added_line(r), highlight=False, soft_wrap=True)
     summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
     rate = f", {passages / seconds:.1f} passages/s" if passages and seconds > 0 else ""
-    out.print(f"[bold]{summary or 'nothing to do'}[/]; {passages} passages indexed, {embedded} embedded "
-              f"in {seconds:.1f} s{rate}", highlight=False, soft_wrap=True)
+    prepared = f", {plural(statements, 'answer statement')} prepared" if statements else ""
+    out.print(f"[bold]{summary or 'nothing to do'}[/]; {plural(passages, 'passage')} indexed, {embedded} embedded"
+              f"{prepared} in {seconds:.1f} s{rate}", highlight=False, soft_wrap=True)

@@ -609,7 +609,12 @@ def build_app(comps, host: str = "127.0.0.1", own=None):
 
     async def marked(request):
         """An indexed web page with the quote's words in <mark> elements (serve_marks), shown as /file shows it:
-        in a sandbox, no script run."""
+        in a sandbox, no script run. Only a web page: a Markdown or text file's markup ("<img src=…>" written in
+        it) was served as a page of HTML, its images fetched."""
+        path = uri_to_path(request.query_params.get("uri", ""))
+        if path is None or path.suffix.lower() not in MARKED_SUFFIXES:
+            return PlainTextResponse("only a web page (.html, .htm) is shown marked; open the file itself",
+                                     status_code=404)
         data, refused = read_whole(request, "marked")
         if refused is not None:
             return refused

@@ -208,7 +208,7 @@ class Uploads:
         if not prepares_answers(comps):
             return
         try:
-            texts = answer_statements([job.uri])
+            texts = answer_statements([job.uri], comps.settings.chunk_chars)
             if not texts:
                 return
             job.state, job.passages_done, job.passages_total = "preparing", 0, len(texts)

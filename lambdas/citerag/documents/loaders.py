@@ -133,8 +133,9 @@ def _load_pdf(data: bytes, name: str, max_pages: int, ocr: Ocr | None = None) ->
     from pypdf.errors import DependencyError as PypdfDependencyError
     from pypdf.errors import FileNotDecryptedError, PdfReadError, PdfStreamError
 
-    # pypdf logs recoverable damage as warnings; keep the CLI output clean, errors still raise.
-    logging.getLogger("pypdf").setLevel(logging.ERROR)
+    # pypdf logs recoverable damage as warnings and errors ("Advanced encoding /H not implemented yet", once a run of
+    # text: hundreds of lines in one ingest); keep the CLI output clean, errors that stop the reading still raise.
+    logging.getLogger("pypdf").setLevel(logging.CRITICAL)
     if not data.lstrip()[:5].startswith(b"%PDF"):
         raise DocumentError("not a PDF file (missing %PDF header); the file is corrupt or misnamed")
     try:
@@ -240,11 +241,30 @@ def _entry(dictionary: Any, key: str) -> Any:
 
 
 def _is_unmapped_cjk(font: Any) -> bool:
-    if font.get("/Subtype") != "/Type0" or "/ToUnicode" in font \
-            or str(font.get("/Encoding")) not in ("/Identity-H", "/Identity-V"):
-        return False  # a predefined CMap (UniJIS-UCS2-H, …) pypdf reads itself
+    if font.get("/Subtype") != "/Type0" or "/ToUnicode" in font:
+        return False
+    encoding = str(font.get("/Encoding"))
+    if encoding not in ("/Identity-H", "/Identity-V"):
+        # A predefined CMap pypdf has no table for ("H", JIS X 0208 codes, as older Japanese TeX writes): pypdf
+        # reads its codes as UTF-16, nonsense. pdfminer.six has all of Adobe's. One pypdf reads (UniJIS-UCS2-H,
+        # 90ms-RKSJ-H, …) stays with pypdf.
+        return encoding.startswith("/") and not _pypdf_reads_cmap(encoding)
     info = font["/DescendantFonts"][0].get_object()["/CIDSystemInfo"]
     return str(info.get("/Registry")) == "Adobe" and str(info.get("/Ordering")) in _CJK_COLLECTIONS
+
+
+def _pypdf_reads_cmap(name: str) -> bool:
+    """Whether pypdf decodes this predefined CMap itself: its table of them, and the UTF-16 ones, which it reads
+    as UTF-16 with or without an entry (pypdf/_cmap.py, build_char_map's encoding lookup: an unknown name falls back
+    to UTF-16, right for UniKS-UTF16-H). Without that table (a later pypdf may move it), no other is taken as
+    read: pdfminer.six reads them all."""
+    if "-UCS2-" in name or "-UTF16-" in name:
+        return True
+    try:
+        from pypdf._cmap import _predefined_cmap
+    except ImportError:
+        return False
+    return name in _predefined_cmap
 
 
 # The space width (thousandths of an em) a font with no space glyph is read with: pypdf reads a gap in a line of

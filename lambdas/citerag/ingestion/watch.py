@@ -104,7 +104,10 @@ def changes_of(roots: Iterable[Path], stop_event: Any = None, debounce_ms: int =
         import watchfiles
     except ImportError:
         from citerag.errors import CiteragError
+        from citerag.extras import needs
 
-        raise CiteragError("--watch needs watchfiles: pip install 'citerag[local]'") from None
-    return watchfiles.watch(*roots, debounce=debounce_ms, stop_event=stop_event, raise_interrupt=False,
+        raise CiteragError(needs("--watch", "local")) from None
+    # Ctrl-C raised, for the command to stop on: told not to, watchfiles logs "KeyboardInterrupt caught, stopping
+    # watch" on the terminal above the command's own "Stopped watching".
+    return watchfiles.watch(*roots, debounce=debounce_ms, stop_event=stop_event, raise_interrupt=True,
                             yield_on_timeout=True, rust_timeout=1000)
