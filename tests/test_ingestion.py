@@ -329,3 +329,38 @@ def test_a_link_is_typed_and_titled_by_its_own_name(fast, tmp_path):
     (result,) = fast.ingestor().ingest_paths([named])  # named by the user: typed as text by its own name
     assert result.status == "added", result.reason
     assert "named" in {d.title for d in fast.index.list_documents("")}
+
+
+def test_files_an_older_reader_ingested_are_read_again_and_the_rest_stay_unchanged(fast, tmp_path, monkeypatch):
+    """A newer citerag that reads a format better (a PDF font it now decodes) re-reads what an older one indexed,
+    instead of skipping it as unchanged and keeping the old text."""
+    import citerag.ingestion.ingestor as ingestor
+
+    folder = _copy_samples(tmp_path)
+    newer = ingestor.READER
+    monkeypatch.setattr(ingestor, "READER", "an-older-reader")
+    assert {r.status for r in fast.ingestor().ingest_paths([folder])} == {"added"}
+    monkeypatch.setattr(ingestor, "READER", newer)
+    assert {r.status for r in fast.ingestor().ingest_paths([folder])} == {"replaced"}
+    assert {r.status for r in fast.ingestor().ingest_paths([folder])} == {"unchanged"}
+    assert len(fast.index.list_documents()) == 6
+
+
+def test_another_passage_size_cuts_the_files_again(tmp_path):
+    folder = _copy_samples(tmp_path)
+    small = Components(Settings(data_dir=tmp_path / "data", embedder="hashing", chunk_chars=400))
+    small.ingestor().ingest_paths([folder])
+    passages = sum(d.n_chunks for d in small.index.list_documents())
+    large = Components(Settings(data_dir=tmp_path / "data", embedder="hashing", chunk_chars=1200))
+    assert {r.status for r in large.ingestor().ingest_paths([folder])} == {"replaced"}
+    assert sum(d.n_chunks for d in large.index.list_documents()) < passages
+
+
+def test_the_reader_version_follows_the_reading_code(tmp_path):
+    from citerag.ingestion.ingestor import _code_digest
+
+    (tmp_path / "loaders.py").write_text("READ = 1\n", encoding="utf-8")
+    before = _code_digest(tmp_path)
+    assert _code_digest(tmp_path) == before
+    (tmp_path / "loaders.py").write_text("READ = 2\n", encoding="utf-8")
+    assert _code_digest(tmp_path) != before

@@ -203,7 +203,7 @@ class Ingestor:
             raise DocumentError(f"file is too large ({len(data):,} bytes; the limit is {self.max_file_bytes:,})")
         doc_id = doc_id_for(source_uri)
         access = {**self.extra_metadata, **(metadata or {})}
-        version = version_of(data, access)
+        version = version_of(data, access, reading=f"{READER}/{self.chunk_chars}/{self.overlap_chars}")
         existing = self.index.get_document(doc_id, self.namespace)
         if existing and existing.content_hash == version and not force:
             return IngestResult(source=source_uri, status="unchanged", chunks=existing.n_chunks)
@@ -608,13 +608,27 @@ def _written(p: _Prepared) -> IngestResult:
     return IngestResult(source=p.doc.source_uri, status="replaced" if p.replaced else "added", chunks=len(p.chunks))
 
 
-def version_of(data: bytes, access: dict[str, Any]) -> str:
-    """What decides "unchanged": the content and the access metadata (re-ingesting a file with another tenant must
-    replace it, or the old tenant would keep seeing it)."""
-    if not access:
+def _code_digest(package: Path) -> str:
+    h = hashlib.sha256()
+    for path in sorted(package.glob("*.py")):
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+# How files are read and cut into passages, as the digest of the code that does it (citerag.documents): a file
+# ingested by an older reader is read again by a newer one (a PDF font it now decodes, a format's structure it now
+# keeps) instead of being skipped as unchanged with the old text.
+READER = _code_digest(Path(__file__).resolve().parents[1] / "documents")
+
+
+def version_of(data: bytes, access: dict[str, Any], reading: str = "") -> str:
+    """What decides "unchanged": the content, the access metadata (re-ingesting a file with another tenant must
+    replace it, or the old tenant would keep seeing it), and how it is read and cut (`reading`)."""
+    canonical = json.dumps(access, sort_keys=True, ensure_ascii=False, default=str) if access else ""
+    if not canonical and not reading:
         return content_hash_of(data)
-    canonical = json.dumps(access, sort_keys=True, ensure_ascii=False, default=str)
-    return content_hash_of(content_hash_of(data).encode() + b"\0" + canonical.encode("utf-8"))
+    return content_hash_of(content_hash_of(data).encode() + b"\0" + canonical.encode("utf-8") + b"\0"
+                           + reading.encode("utf-8"))
 
 
 def passage_text(title: str, text: str) -> str:
