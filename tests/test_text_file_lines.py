@@ -226,3 +226,19 @@ def test_a_source_cited_for_two_sentences_quotes_both():
                       Picked("S1", "Then restart the unit.", 0.9)], {"S1": passage})
     assert answer.sources[0].excerpt.split(QUOTE_JOINER) == ["Error E5 means the fan motor is blocked.",
                                                              "Then restart the unit."]
+
+
+def test_a_citation_of_two_long_sentences_quotes_both_under_its_source():
+    from citerag.citations.answer import compose
+
+    first = ("Each application that wishes to contribute to the MIME database will install a single XML file, named "
+             "after the application, into one of the three packages directories (depending on where the user "
+             "requested the application be installed).")
+    second = ("After installing, uninstalling or modifying this file, the application MUST run the "
+              "update-mime-database command, which is provided by the shared database.")
+    passage = Passage(text=f"2.1. Adding. {first} {second} Further text.", uri="file:///spec.txt", title="spec",
+                      source_id="S1")
+    answer = compose([Picked("S1", f"{first} {second}", 1.0)], {"S1": passage})
+    assert len(first) + len(second) > 300
+    assert "update-mime-database" in answer.sources[0].excerpt
+    assert answer.sources[0].excerpt == f"{first} {second}"

@@ -16,7 +16,7 @@ from citerag.search.sparse import tokenize
 
 EXCERPT_CHARS = 300
 # A quote is cut between sentences, never inside one ("…for an ASN." of "ASN.1"): a first sentence longer than
-# EXCERPT_CHARS is shown whole, up to this.
+# EXCERPT_CHARS is shown whole, up to this, and so is all a citation quotes from its passage.
 SENTENCE_CHARS = 1200
 # Between two sentences one source is cited for, in its quote.
 QUOTE_JOINER = " … "
@@ -47,7 +47,7 @@ def as_source(passage: Passage, shown: str, mask: Callable[[str], str] | None = 
     lines = line_range(passage.text, *span, first_line=first) if span and first is not None else None
     if earlier is not None and first is not None:  # a sentence not found in the passage is somewhere in its lines
         earlier.section = spanning(earlier.section, lines or passage.section or "")
-    text = cut(sentence) if sentence is not None else \
+    text = cut(sentence, SENTENCE_CHARS) if sentence is not None else \
         _excerpt(shown, passage.text, found is not None, mask, span=span)
     if earlier is not None and text and text not in earlier.excerpt.split(QUOTE_JOINER):
         # The source listed once shows every sentence it is cited for (its first alone hid the others).
@@ -90,8 +90,8 @@ def cut(text: str, limit: int = EXCERPT_CHARS) -> str:
 def _excerpt(shown: str, passage: str, held: bool, mask: Callable[[str], str] | None,
              limit: int = EXCERPT_CHARS, *, span: tuple[int, int] | None = None) -> str:
     """`span`: where the passage states what `shown` translates, when the caller looked it up already."""
-    if held:
-        return cut(shown, limit)
+    if held:  # every sentence the answer cites is quoted: a pair over `limit` lost its second, often the fact
+        return cut(shown, max(limit, SENTENCE_CHARS))
     span = span or translated(shown, passage)
     start = " ".join((passage[span[0]:span[1]] if span else passage).split())[: SENTENCE_CHARS + MASK_MARGIN]
     return cut((mask or _default_mask)(start), limit)
