@@ -29,7 +29,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PROVIDED_BY_RUNTIME = ("boto3", "botocore", "s3transfer", "jmespath", "dateutil", "python_dateutil", "urllib3",
                        "six.py", "six-")
-NOT_IN_LAMBDA = ("citerag/samples", "citerag/testing", "citerag/cli", "citerag/bench")
+# Swagger UI's static files (1.7 MB): Powertools serves them only from enable_swagger(), which no function calls.
+NOT_IN_LAMBDA = ("citerag/samples", "citerag/testing", "citerag/cli", "citerag/bench",
+                 "aws_lambda_powertools/event_handler/openapi/swagger_ui/swagger-ui*.min.*")
 LAMBDA_PYTHON = "3.13"
 LAMBDA_PLATFORMS = ("manylinux2014_x86_64",)
 # The slim asset's dependencies, by name; their bounds come from pyproject.toml so they live in one place.

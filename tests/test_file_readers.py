@@ -5,6 +5,7 @@ it is served; /lines shows a bounded window whatever the query says."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 from pathlib import Path
@@ -193,6 +194,9 @@ def test_an_index_from_before_file_hashes_is_read_and_its_public_files_still_ser
     comps.index.close() if hasattr(comps.index, "close") else None
     con = sqlite3.connect(tmp_path / "i.sqlite")
     con.execute("ALTER TABLE documents DROP COLUMN file_hash")
+    # Such an index recorded the file's SHA-256 as the document's version (the reader was not part of it yet).
+    con.execute("UPDATE documents SET content_hash = ? WHERE source_uri = ?",
+                (hashlib.sha256((docs / "public.md").read_bytes()).hexdigest(), uri(docs / "public.md")))
     con.commit()
     con.close()
     again = Components(Settings(data_dir=tmp_path / "data", embedder="hashing", index_path=tmp_path / "i.sqlite"))
