@@ -16,6 +16,11 @@ from citerag.search.query import analyze
 AGENTS = ("local", "none", "agentcore-local")
 # What the AgentCore runtime imports beyond the local extra: the agentcore extra's packages.
 AGENTCORE_PACKAGES = frozenset({"bedrock_agentcore", "strands", "opentelemetry"})
+
+
+def lacks_agentcore_extra(exc: ImportError) -> bool:
+    """Whether the import failed for a package of the agentcore extra (not for a fault of citerag's own)."""
+    return (getattr(exc, "name", None) or "").split(".")[0] in AGENTCORE_PACKAGES
 OFFLINE = "citerag/extractive"  # the offline answerer's model id
 
 
@@ -107,7 +112,7 @@ class _AgentCoreLocal:
         try:
             from citerag.agentcore_app import InProcessRuntime
         except ImportError as exc:  # said as every missing extra is: "No module named 'bedrock_agentcore'" was all
-            if (exc.name or "").split(".")[0] not in AGENTCORE_PACKAGES:
+            if not lacks_agentcore_extra(exc):
                 raise
             from citerag.extras import needs
 

@@ -34,7 +34,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from mcp.types import Resource, ToolAnnotations
 
-from citerag.answerers import AGENTCORE_PACKAGES, OFFLINE, explained
+from citerag.answerers import OFFLINE, explained, lacks_agentcore_extra
 from citerag.citations.answer_wire import to_wire
 from citerag.citations.search_tool import RETRY_ATTRIBUTE, TURN_ATTRIBUTE, access_filter, may_see
 from citerag.citations.tool import FUNCTION_DESCRIPTION, FUNCTION_NAME, INSTRUCTION, input_schema
@@ -283,7 +283,7 @@ def build_server(components, *, access: dict[str, str] | None = None) -> MCPServ
         try:
             agent = agent or components.agentcore_agent()
         except ImportError as exc:
-            if (getattr(exc, "name", None) or "").split(".")[0] not in AGENTCORE_PACKAGES:
+            if not lacks_agentcore_extra(exc):
                 raise
             # The AgentCore agent comes with the agentcore extra (Strands); the local extra, which brings
             # `citerag mcp`, has the local Classic agent that `citerag ask` answers with: same search, answerer and
@@ -299,6 +299,9 @@ def build_server(components, *, access: dict[str, str] | None = None) -> MCPServ
             raise ToolError(str(final.get("message") or "the agent could not answer"))
         model = OFFLINE if type(components.agent_model).__name__ == "OfflineAgentModel" else ""
         answer = explained(answer_from_events(events), decision, events, model)
+        return _wire(answer)
+
+    def _wire(answer) -> dict[str, Any]:
         said = answer.decision.model_dump(mode="json", include={"answered", "reason", "detail", "probability",
                                                                 "threshold"}) if answer.decision else None
         return to_wire(answer) | {"decision": said}
@@ -313,9 +316,7 @@ def build_server(components, *, access: dict[str, str] | None = None) -> MCPServ
                 answer = await asyncio.to_thread(local.ask, text)
             except CiteragError as exc:
                 raise ToolError(str(exc)) from None
-        said = answer.decision.model_dump(mode="json", include={"answered", "reason", "detail", "probability",
-                                                                "threshold"}) if answer.decision else None
-        return to_wire(answer) | {"decision": said}
+        return _wire(answer)
 
     server.add_tool(ask, name="ask", description=ASK_DESCRIPTION, structured_output=False,
                     title=ASK_ANNOTATIONS.title, annotations=ASK_ANNOTATIONS)
